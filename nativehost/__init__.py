@@ -1,0 +1,1 @@
+"""nativehost package."""

@@ -1,0 +1,77 @@
+"""Where Browy keeps its files, and the one function that names the daemon's socket.
+
+Everything lives under ``BROWY_HOME`` (default ``~/.browy``) so tests can point it at a temporary
+folder (architecture.md section 6)::
+
+    config.toml        settings
+    data/files/        sandbox of the file tools
+    data/notes.json    notes
+    sessions/          chat journals
+    logs/host.log      log (+ host.log.1)
+    run/               0700: lock, pid file, socket (when its path is short enough), link token
+
+This module is imported by the relay, so it must stay light: standard library only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+__all__ = [
+    "MAX_UNIX_SOCKET_PATH",
+    "browy_home",
+    "ensure_private_dir",
+    "log_dir",
+    "run_dir",
+    "socket_path",
+]
+
+# sun_path is 108 bytes on Linux and 104 on macOS, including the terminating NUL.
+MAX_UNIX_SOCKET_PATH = 103
+
+
+def browy_home(env: dict[str, str] | None = None) -> Path:
+    """Return ``BROWY_HOME`` from *env* (default: ``os.environ``), else ``~/.browy``; absolute."""
+    env = os.environ if env is None else env  # type: ignore[assignment]
+    raw = env.get("BROWY_HOME") if env is not None else None
+    home = Path(raw).expanduser() if raw else Path.home() / ".browy"
+    return home.absolute()
+
+
+def run_dir(home: Path) -> Path:
+    return home / "run"
+
+
+def log_dir(home: Path) -> Path:
+    return home / "logs"
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create *path* (and parents) and make it 0700, owned by us. Returns *path*."""
+    path.mkdir(parents=True, exist_ok=True)
+    os.chmod(path, 0o700)
+    return path
+
+
+def _runtime_root() -> Path:
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg and Path(xdg).is_dir():
+        return Path(xdg)
+    return Path(tempfile.gettempdir())
+
+
+def socket_path(home: Path) -> Path:
+    """The daemon's Unix socket for *home* (protocol.md section 6).
+
+    ``home/run/browyd.sock`` when that path fits in ``sun_path``; otherwise
+    ``<runtime dir>/browy-<uid>/<hash of home>.sock``, the directory being 0700. The relay, the
+    daemon and the CLI all call this, so they always agree.
+    """
+    preferred = run_dir(home) / "browyd.sock"
+    if len(os.fsencode(preferred)) <= MAX_UNIX_SOCKET_PATH:
+        return preferred
+    digest = hashlib.sha256(os.fsencode(home)).hexdigest()[:16]
+    return _runtime_root() / f"browy-{os.getuid()}" / f"{digest}.sock"

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs everything Browy needs on a fresh Debian machine: Chromium from Debian's packages, a
+# virtual environment in .venv with the project and its test extras. Idempotent; safe to re-run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -x /usr/lib/chromium/chromium ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "setup: Chromium is missing; run: sudo apt-get install -y chromium" >&2
+  fi
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e '.[test]'
