@@ -17,5 +17,7 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e '.[test]'
+# pip's 'Location ... is ignored' lines are noise from this machine's pip config.
+.venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v 'is ignored' || true
+.venv/bin/python -m pip install -q -e '.[test]' 2>&1 | grep -v 'is ignored' || true
+.venv/bin/python -c 'import messages, actors, supervisors, nativehost, pykka, openai, aiohttp'
