@@ -1,0 +1,103 @@
+"""The wire vocabulary: every v1 and v2 message of protocol.md sections 2-4, parsed at the edge.
+
+Inbound (extension -> host)::
+
+    try:
+        msg = parse_inbound(frame.payload)      # bytes from the codec, or an already-decoded dict
+    except UnknownMessageType:
+        ...                                     # log and ignore (section 1)
+    except InvalidMessage as exc:
+        ...                                     # v2: error{code: INVALID_MESSAGE, message:
+                                                #     exc.wire_message}; v1: log. Then go on.
+    match msg:
+        case ChatSend(): ...
+
+Outbound (host -> extension)::
+
+    frame = encode_frame(dump_outbound(ChatDelta(session_id=sid, text=chunk)))
+
+The models live in :mod:`messages.wire_inbound` and :mod:`messages.wire_outbound` and are
+re-exported here; import them from this module.
+"""
+
+from typing import Any, Final
+
+import orjson
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from messages.codec import decode_message
+from messages.errors import InvalidMessage, LocalError, UnknownMessageType
+from messages.wire_inbound import *  # noqa: F403 - re-export, listed in __all__ below
+from messages.wire_inbound import InboundMessage
+from messages.wire_inbound import __all__ as _inbound_all
+from messages.wire_outbound import *  # noqa: F403
+from messages.wire_outbound import OutboundMessage
+from messages.wire_outbound import __all__ as _outbound_all
+
+__all__ = [  # noqa: PLE0604 - the model lists are kept in their own modules
+    *_inbound_all,
+    *_outbound_all,
+    "INBOUND_ADAPTER",
+    "INBOUND_TYPES",
+    "OUTBOUND_ADAPTER",
+    "OUTBOUND_TYPES",
+    "dump_outbound",
+    "parse_inbound",
+]
+
+#: Cached validators, built once at import (building one costs milliseconds).
+INBOUND_ADAPTER: Final[TypeAdapter[InboundMessage]] = TypeAdapter(InboundMessage)
+OUTBOUND_ADAPTER: Final[TypeAdapter[OutboundMessage]] = TypeAdapter(OutboundMessage)
+
+
+def _union_tags(adapter: TypeAdapter[Any]) -> frozenset[str]:
+    schema = adapter.json_schema()
+    mapping: dict[str, str] = schema["discriminator"]["mapping"]
+    return frozenset(mapping)
+
+
+#: Every ``type`` string of each direction.
+INBOUND_TYPES: Final = _union_tags(INBOUND_ADAPTER)
+OUTBOUND_TYPES: Final = _union_tags(OUTBOUND_ADAPTER)
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    # pydantic's loc starts with the union tag ("chat.send", "sessionId"); the tag is not a field.
+    return ".".join(str(part) for part in loc[1:])
+
+
+def parse_inbound(obj: dict[str, Any] | bytes) -> InboundMessage:
+    """Validate one extension message: a frame payload (bytes) or a decoded JSON object.
+
+    Raises :class:`UnknownMessageType` (a subclass of :class:`InvalidMessage`) for a ``type``
+    this host does not know: log and ignore it. Raises :class:`InvalidMessage` for anything else
+    that is wrong; ``exc.field`` is the camelCase path of the first bad field (``"sessionId"``,
+    ``"params.x"``) and ``exc.wire_message`` reads ``"sessionId: Input should be a valid
+    string"``, safe to send back in ``error.message``.
+    """
+    data = decode_message(obj) if isinstance(obj, bytes) else obj
+    kind = data.get("type")
+    if not isinstance(kind, str):
+        # decode_message already checked bytes; this is for dicts built elsewhere.
+        raise InvalidMessage("type", "field required" if kind is None else "must be a string")
+    if kind not in INBOUND_TYPES:
+        raise UnknownMessageType(kind)
+    try:
+        return INBOUND_ADAPTER.validate_python(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        raise InvalidMessage(_field_path(first["loc"]), first["msg"]) from None
+
+
+def dump_outbound(msg: BaseModel) -> bytes:
+    """Serialise a host -> extension model to the JSON bytes of one frame (without the prefix).
+
+    camelCase names, None fields left out. Frame it with :func:`messages.codec.encode_frame`,
+    which refuses frames over 1 MiB. Raises :class:`LocalError` if a string cannot be encoded
+    (orjson refuses lone surrogates).
+    """
+    obj = msg.model_dump(mode="json", by_alias=True, exclude_none=True)
+    try:
+        return orjson.dumps(obj)
+    except orjson.JSONEncodeError as exc:
+        raise LocalError(f"cannot encode {type(msg).__name__}: {exc}") from exc

@@ -1,0 +1,220 @@
+"""Extension -> host wire messages (protocol.md sections 2 and 4), as frozen pydantic models.
+
+Field names are snake_case in Python and camelCase on the wire (``session_id`` <-> ``sessionId``);
+both spellings are accepted when constructing a model. Unknown extra fields are ignored: a newer
+extension may send more. v2-only fields are optional on the shared v1 models.
+
+Import from :mod:`messages.wire`, which adds the parsing entry point.
+"""
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "ApprovalResponse",
+    "AuthSignin",
+    "CdpEvent",
+    "ChatCancel",
+    "ChatDelete",
+    "ChatHistory",
+    "ChatList",
+    "ChatSend",
+    "ConfigGet",
+    "ConfigSet",
+    "DoctorRun",
+    "Hello",
+    "HistoryClear",
+    "InboundMessage",
+    "InboundModel",
+    "ModelsListRequest",
+    "ModelsSet",
+    "Ping",
+    "Pong",
+    "SessionEnd",
+    "SessionStart",
+    "ToolResult",
+    "UserAnswer",
+]
+
+
+class InboundModel(BaseModel):
+    """Base of the inbound models: frozen, camelCase on the wire, extra fields ignored."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="ignore", populate_by_name=True, alias_generator=to_camel
+    )
+
+
+# --- v1, section 2 (v2 additions of section 4 as optional fields) --------------------------------
+
+
+class Hello(InboundModel):
+    """Handshake. v1: ``client``, ``protocol: 1``; v2 adds the install and its capabilities."""
+
+    type: Literal["hello"] = "hello"
+    client: str
+    protocol: int
+    extension_version: str | None = None  # v2
+    install_id: str | None = None  # v2: scopes chats and settings to a browser profile
+    capabilities: tuple[str, ...] | None = None  # v2; unknown ones are ignored
+
+
+class SessionStart(InboundModel):
+    """Register (or re-register) a panel's session on this connection."""
+
+    type: Literal["session.start"] = "session.start"
+    session_id: str
+    capabilities: tuple[str, ...] = ()  # "cdp.activeTab": the session may drive tabs
+    model: str | None = None
+    inspected_tab_id: int | None = None
+    # None: not sent. Section 3b: the latest lists sent apply to every session of the connection.
+    disabled_tools: tuple[str, ...] | None = None
+    enabled_host_tools: tuple[str, ...] | None = None
+    window_id: int | None = None  # v2: "active tab" means this window's
+
+
+class SessionEnd(InboundModel):
+    type: Literal["session.end"] = "session.end"
+    session_id: str
+
+
+class ChatSend(InboundModel):
+    """Run one agent turn; section 3b says how every turn must end."""
+
+    type: Literal["chat.send"] = "chat.send"
+    session_id: str
+    text: str
+    turn_id: str | None = None  # v2: client-minted; a resend never starts a second turn
+
+
+class ChatCancel(InboundModel):
+    type: Literal["chat.cancel"] = "chat.cancel"
+    session_id: str
+    turn_id: str | None = None  # v2
+
+
+class HistoryClear(InboundModel):
+    type: Literal["history.clear"] = "history.clear"
+    session_id: str
+
+
+class ToolResult(InboundModel):
+    """Answer to a host request (``cdp.send``, ``tab.*``), matched by ``call_id`` (section 5)."""
+
+    type: Literal["tool.result"] = "tool.result"
+    session_id: str
+    call_id: str
+    ok: bool
+    result: Any = None  # cdp.send: {tabId, result}; tab.*: TabInfo, TabInfo[] or null
+    error: str | None = None  # Chrome's error text
+
+
+class CdpEvent(InboundModel):
+    type: Literal["cdp.event"] = "cdp.event"
+    session_id: str
+    tab_id: int | None = None
+    method: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class AuthSignin(InboundModel):
+    type: Literal["auth.signin"] = "auth.signin"
+
+
+class ModelsListRequest(InboundModel):
+    """``models.list`` from the extension (the host's reply has the same type: ``ModelsList``)."""
+
+    type: Literal["models.list"] = "models.list"
+
+
+class ModelsSet(InboundModel):
+    type: Literal["models.set"] = "models.set"
+    id: str
+
+
+class ChatList(InboundModel):
+    type: Literal["chat.list"] = "chat.list"
+
+
+class ChatHistory(InboundModel):
+    type: Literal["chat.history"] = "chat.history"
+    id: str
+    before: int | None = None  # v2: page backwards
+    limit: int | None = None  # v2
+
+
+class ChatDelete(InboundModel):
+    type: Literal["chat.delete"] = "chat.delete"
+    id: str
+
+
+# --- v2 only, section 4 ---------------------------------------------------------------------------
+
+
+class ApprovalResponse(InboundModel):
+    type: Literal["approval.response"] = "approval.response"
+    session_id: str
+    approval_id: str
+    decision: Literal["allow", "allow_session", "allow_site", "deny"]
+
+
+class UserAnswer(InboundModel):
+    type: Literal["user.answer"] = "user.answer"
+    session_id: str
+    ask_id: str
+    value: Any = None
+    cancelled: bool | None = None
+
+
+class ConfigGet(InboundModel):
+    type: Literal["config.get"] = "config.get"
+
+
+class ConfigSet(InboundModel):
+    type: Literal["config.set"] = "config.set"
+    values: dict[str, Any]
+
+
+class DoctorRun(InboundModel):
+    type: Literal["doctor.run"] = "doctor.run"
+
+
+class Ping(InboundModel):
+    """Keepalive; both directions use this model. Answer with a ``Pong`` of the same ``id``."""
+
+    type: Literal["ping"] = "ping"
+    id: str | int
+
+
+class Pong(InboundModel):
+    type: Literal["pong"] = "pong"
+    id: str | int
+
+
+InboundMessage = Annotated[
+    Hello
+    | SessionStart
+    | SessionEnd
+    | ChatSend
+    | ChatCancel
+    | HistoryClear
+    | ToolResult
+    | CdpEvent
+    | AuthSignin
+    | ModelsListRequest
+    | ModelsSet
+    | ChatList
+    | ChatHistory
+    | ChatDelete
+    | ApprovalResponse
+    | UserAnswer
+    | ConfigGet
+    | ConfigSet
+    | DoctorRun
+    | Ping
+    | Pong,
+    Field(discriminator="type"),
+]
+"""Any extension -> host message, discriminated on ``type``."""

@@ -1,0 +1,399 @@
+"""Host -> extension wire messages (protocol.md sections 3 and 4), as frozen pydantic models.
+
+Construct them with snake_case names; :func:`messages.wire.dump_outbound` writes camelCase and
+leaves out fields that are None. Extra fields are refused so a typo fails in our tests, not in
+the panel. List fields take any sequence (a list or a tuple). v2-only fields are optional: leave
+them None for a v1 client (a v1 client never receives a v2-only message, protocol.md
+introduction).
+
+Size limits (section 5) are the sender's job: these models do not trim anything.
+"""
+
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from messages.errors import ErrorCode, V1ChatErrorCode
+from messages.wire_inbound import Ping, Pong
+
+__all__ = [
+    "ActivityEvent",
+    "ApprovalRequest",
+    "AskOption",
+    "AssistantRow",
+    "AuthStatus",
+    "CdpCancel",
+    "CdpSend",
+    "ChatDeleteResult",
+    "ChatDelta",
+    "ChatDone",
+    "ChatError",
+    "ChatHistoryResult",
+    "ChatListResult",
+    "ChatQueued",
+    "ChatSummary",
+    "ChatToolCall",
+    "ChatToolResult",
+    "ConfigResult",
+    "ControlRelease",
+    "DoctorCheck",
+    "DoctorResult",
+    "ErrorMessage",
+    "EventActivity",
+    "HelloAck",
+    "HistoryRow",
+    "ModelInfo",
+    "ModelsCurrent",
+    "ModelsList",
+    "OutboundMessage",
+    "OutboundModel",
+    "SdkReady",
+    "SessionReady",
+    "TabActivate",
+    "TabClose",
+    "TabGetActive",
+    "TabList",
+    "TabNew",
+    "ToolRow",
+    "Usage",
+    "UserAsk",
+    "UserRow",
+    "V1ChatErrorCode",
+]
+
+
+class OutboundModel(BaseModel):
+    """Base of the outbound models: frozen, camelCase on the wire, extra fields refused."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", populate_by_name=True, alias_generator=to_camel
+    )
+
+
+ActivityEvent = Literal[
+    "llm_call_start",
+    "llm_call_end",
+    "tool_start",
+    "tool_end",
+    "reasoning",
+    "status.thinking",
+    "status.idle",
+    "status.error",
+]
+
+# --- v1, section 3 (v2 additions of section 4 as optional fields) --------------------------------
+
+
+class HelloAck(OutboundModel):
+    type: Literal["hello.ack"] = "hello.ack"
+    protocol: int
+    server_version: str
+    capabilities: Sequence[str] | None = None  # v2
+    max_message_bytes: int | None = None  # v2
+
+
+class SessionReady(OutboundModel):
+    type: Literal["session.ready"] = "session.ready"
+    session_id: str
+    model: str | None
+    capabilities: Sequence[str] = ()
+
+
+class ChatDelta(OutboundModel):
+    """Streamed assistant text; split long text over several frames (section 5)."""
+
+    type: Literal["chat.delta"] = "chat.delta"
+    session_id: str
+    text: str
+
+
+class ChatToolCall(OutboundModel):
+    type: Literal["chat.tool_call"] = "chat.tool_call"
+    session_id: str
+    call_id: str
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class ChatToolResult(OutboundModel):
+    type: Literal["chat.tool_result"] = "chat.tool_result"
+    session_id: str
+    call_id: str
+    ok: bool
+    summary: str | None = None
+    duration_ms: int | None = None
+    outcome: Literal["ok", "error", "unknown"] | None = None  # v2
+
+
+class ChatDone(OutboundModel):
+    """End of a turn: ``text`` is all the turn's assistant text (section 3)."""
+
+    type: Literal["chat.done"] = "chat.done"
+    session_id: str
+    text: str
+    tool_calls: Sequence[dict[str, Any]] = ()
+
+
+class ChatError(OutboundModel):
+    """The turn failed or was refused. v1 clients get a V1ChatErrorCode, v2 an ErrorCode."""
+
+    type: Literal["chat.error"] = "chat.error"
+    session_id: str
+    message: str
+    code: ErrorCode | V1ChatErrorCode | None = None
+
+
+class _BrowserCall(OutboundModel):
+    # Section 4: cdp.send and tab.* carry the controlling turn's id in v2.
+    session_id: str
+    call_id: str
+    control_owner_id: str | None = None  # v2
+
+
+class CdpSend(_BrowserCall):
+    """Run one CDP command; never trimmed (section 5). Answered by ``tool.result``."""
+
+    type: Literal["cdp.send"] = "cdp.send"
+    tab_id: int | None = None
+    method: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class TabNew(_BrowserCall):
+    type: Literal["tab.new"] = "tab.new"
+    url: str | None = None
+    active: bool | None = None
+
+
+class TabActivate(_BrowserCall):
+    type: Literal["tab.activate"] = "tab.activate"
+    tab_id: int
+
+
+class TabList(_BrowserCall):
+    type: Literal["tab.list"] = "tab.list"
+
+
+class TabGetActive(_BrowserCall):
+    type: Literal["tab.getActive"] = "tab.getActive"
+    window_id: int | None = None  # v2
+
+
+class EventActivity(OutboundModel):
+    type: Literal["event.activity"] = "event.activity"
+    session_id: str
+    event: ActivityEvent
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+    duration_ms: int | None = None
+    input_count: int | None = None
+    text: str | None = None
+
+
+class AuthStatus(OutboundModel):
+    type: Literal["auth.status"] = "auth.status"
+    state: Literal["ready", "unauth", "unknown"]
+    detail: str | None = None
+
+
+class SdkReady(OutboundModel):
+    type: Literal["sdk.ready"] = "sdk.ready"
+    ok: bool
+    detail: str | None = None
+
+
+class ModelInfo(OutboundModel):
+    id: str
+    name: str
+    vendor: str | None = None
+
+
+class ModelsList(OutboundModel):
+    type: Literal["models.list"] = "models.list"
+    models: Sequence[ModelInfo]
+
+
+class ModelsCurrent(OutboundModel):
+    type: Literal["models.current"] = "models.current"
+    id: str
+
+
+class ChatSummary(OutboundModel):
+    id: str
+    summary: str | None = None
+    start_time: int  # ms since epoch
+    modified_time: int
+
+
+class ChatListResult(OutboundModel):
+    type: Literal["chat.list.result"] = "chat.list.result"
+    chats: Sequence[ChatSummary]  # newest first
+
+
+class UserRow(OutboundModel):
+    role: Literal["user"] = "user"
+    text: str  # the user's own words, without the context the host added
+    timestamp: int | None = None
+
+
+class AssistantRow(OutboundModel):
+    role: Literal["assistant"] = "assistant"
+    text: str
+    timestamp: int | None = None
+
+
+class ToolRow(OutboundModel):
+    role: Literal["tool"] = "tool"
+    name: str
+    ok: bool
+    summary: str | None = None
+    timestamp: int | None = None
+
+
+HistoryRow = Annotated[UserRow | AssistantRow | ToolRow, Field(discriminator="role")]
+
+
+class ChatHistoryResult(OutboundModel):
+    type: Literal["chat.history.result"] = "chat.history.result"
+    id: str
+    messages: Sequence[HistoryRow]
+    has_more: bool | None = None  # v2
+
+
+class ChatDeleteResult(OutboundModel):
+    type: Literal["chat.delete.result"] = "chat.delete.result"
+    id: str
+    ok: bool
+
+
+# --- v2 only, section 4 ---------------------------------------------------------------------------
+
+
+class ChatQueued(OutboundModel):
+    type: Literal["chat.queued"] = "chat.queued"
+    session_id: str
+    turn_id: str
+    position: int
+
+
+class TabClose(_BrowserCall):
+    type: Literal["tab.close"] = "tab.close"
+    tab_id: int
+
+
+class CdpCancel(OutboundModel):
+    """The host gave up on a call; the extension never answers it late."""
+
+    type: Literal["cdp.cancel"] = "cdp.cancel"
+    session_id: str
+    call_id: str
+
+
+class ControlRelease(OutboundModel):
+    """The turn ended: detach from the tabs ``owner_id`` used. Settles no request."""
+
+    type: Literal["control.release"] = "control.release"
+    owner_id: str
+
+
+class ApprovalRequest(OutboundModel):
+    type: Literal["approval.request"] = "approval.request"
+    session_id: str
+    approval_id: str
+    tool: str
+    args: dict[str, Any]
+    summary: str
+    risk: str
+    origin: str
+
+
+class AskOption(OutboundModel):
+    label: str
+    value: str
+
+
+class UserAsk(OutboundModel):
+    type: Literal["user.ask"] = "user.ask"
+    session_id: str
+    ask_id: str
+    kind: Literal["input", "confirm", "choose"]
+    prompt: str
+    options: Sequence[AskOption] | None = None
+    default_value: str | None = None
+
+
+class Usage(OutboundModel):
+    type: Literal["usage"] = "usage"
+    session_id: str
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+
+
+class ConfigResult(OutboundModel):
+    type: Literal["config.result"] = "config.result"
+    values: dict[str, Any]
+    # "schema" would shadow a BaseModel attribute; the wire name stays "schema".
+    config_schema: dict[str, Any] = Field(validation_alias="schema", serialization_alias="schema")
+
+
+class DoctorCheck(OutboundModel):
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+
+
+class DoctorResult(OutboundModel):
+    type: Literal["doctor.result"] = "doctor.result"
+    checks: Sequence[DoctorCheck]
+
+
+class ErrorMessage(OutboundModel):
+    """``error``: a protocol-level refusal. ``message`` must be a safe text (``wire_message``)."""
+
+    type: Literal["error"] = "error"
+    code: ErrorCode
+    message: str
+    session_id: str | None = None
+    request_type: str | None = None
+
+
+OutboundMessage = Annotated[
+    HelloAck
+    | SessionReady
+    | ChatDelta
+    | ChatToolCall
+    | ChatToolResult
+    | ChatDone
+    | ChatError
+    | CdpSend
+    | TabNew
+    | TabActivate
+    | TabList
+    | TabGetActive
+    | EventActivity
+    | AuthStatus
+    | SdkReady
+    | ModelsList
+    | ModelsCurrent
+    | ChatListResult
+    | ChatHistoryResult
+    | ChatDeleteResult
+    | ChatQueued
+    | TabClose
+    | CdpCancel
+    | ControlRelease
+    | ApprovalRequest
+    | UserAsk
+    | Usage
+    | ConfigResult
+    | DoctorResult
+    | ErrorMessage
+    | Ping
+    | Pong,
+    Field(discriminator="type"),
+]
+"""Any host -> extension message, discriminated on ``type``."""
