@@ -1,0 +1,190 @@
+// @ts-check
+/**
+ * The service worker's wiring, as a function so node tests can run it against a fake `chrome`.
+ *
+ *   panel port --(panel -> host types only)--> NativeConnection --> host
+ *   host --> NativeConnection.onMessage --> "cdp" kinds: CdpExecutor  (answers via tool.result)
+ *                                       --> "panel" kinds: SessionRegistry.route (by sessionId / broadcast)
+ *   NativeConnection state --> every panel as {type: "__state", state, detail, fix}
+ *
+ * Panel-internal messages (type "__…") never reach the host:
+ *   panel -> SW  `__getState` (answered with __state), `__retry` (reconnect now)
+ *   SW -> panel  `__state`, `__session_moved`, `__dropped` (a message that could not be delivered)
+ *
+ * session.start is recorded in the registry and sent only when the connection is ready; on every
+ * transition to ready the registry re-sends all live session.starts before queued messages flow.
+ */
+
+import { CdpExecutor } from './cdp.js';
+import { NativeConnection } from './native.js';
+import { inboundHandler, isInternalType, isPanelToHost } from './protocol.js';
+import { SessionRegistry } from './sessions.js';
+
+/** @typedef {{type: string, [k: string]: any}} Msg */
+
+/**
+ * @typedef {object} BackgroundOptions
+ * @property {any} [chromeApi]
+ * @property {Partial<import('./native.js').NativeOptions>} [native]
+ * @property {Partial<import('./cdp.js').CdpOptions>} [cdp]
+ * @property {number} [receivedLimit]
+ */
+
+/** @param {BackgroundOptions} [opts] */
+export function createBackground(opts = {}) {
+  const chromeApi = opts.chromeApi ?? /** @type {any} */ (globalThis).chrome;
+  const receivedLimit = opts.receivedLimit ?? 50;
+  /** @type {WeakMap<object, Promise<void>>} */
+  const chains = new WeakMap();
+  /** @type {Msg[]} the last host messages, for the test hook */
+  const received = [];
+
+  const registry = new SessionRegistry({
+    chromeApi,
+    onSessionEnded: (sessionId) => {
+      // The panel closed: end its session on the host. Only meaningful on a ready connection —
+      // a new connection has no registration to end.
+      if (conn.ready) conn.send({ type: 'session.end', sessionId });
+    },
+    onPanelConnected: (entry) => entry.port.postMessage({ type: '__state', ...conn.info() }),
+    // One chain per panel keeps its messages in order (session.start awaits its windowId; the
+    // chat.send right behind it must not overtake it).
+    onPanelMessage: (entry, msg) => {
+      const prev = chains.get(entry) ?? Promise.resolve();
+      const next = prev.then(() => handlePanelMessage(entry, msg)).catch((e) => console.error('[browy] panel message failed', e));
+      chains.set(entry, next);
+    },
+  });
+
+  const conn = new NativeConnection({
+    chromeApi,
+    ...opts.native,
+    onMessage: (msg) => handleHostMessage(msg),
+    onDrop: (msg, reason) => handleDrop(msg, reason),
+  });
+
+  const cdp = new CdpExecutor({
+    chromeApi,
+    ...opts.cdp,
+    send: (msg) => void conn.send(msg),
+  });
+
+  conn.addStateListener((info) => {
+    if (info.state === 'ready') {
+      for (const start of registry.startMessages()) conn.send(start);
+    } else if (info.state !== 'connecting' && info.state !== 'awaiting_hello') {
+      void cdp.connectionLost();
+    }
+    registry.broadcast({ type: '__state', ...info });
+  });
+
+  /** @param {Msg} msg */
+  function handleHostMessage(msg) {
+    received.push(msg);
+    if (received.length > receivedLimit) received.splice(0, received.length - receivedLimit);
+    const kind = inboundHandler(msg.type);
+    if (kind === 'cdp') {
+      void cdp.handle(msg);
+    } else if (kind === 'panel' || kind === 'native') {
+      // "native" kinds that reach here: error{} other than PROTOCOL_MISMATCH/ORIGIN_FORBIDDEN.
+      registry.route(msg);
+    } else {
+      console.warn('[browy] unknown host message type ignored:', msg.type);
+    }
+  }
+
+  /**
+   * A message could not reach the host. A chat.send must still end (3b: every turn ends), so its
+   * panel gets a local chat.error + status.error; other panel messages get a `__dropped` notice.
+   * @param {Msg} msg @param {string} reason
+   */
+  function handleDrop(msg, reason) {
+    if (typeof msg.sessionId !== 'string' || !registry.has(msg.sessionId)) return;
+    if (msg.type === 'chat.send') {
+      const info = conn.info();
+      registry.route({
+        type: 'chat.error',
+        sessionId: msg.sessionId,
+        code: 'CONNECTION_LOST',
+        message: `Not connected to the Browy host (${info.state}). ${info.fix}`.trim(),
+        turnId: msg.turnId,
+      });
+      registry.route({ type: 'event.activity', sessionId: msg.sessionId, event: 'status.error' });
+    } else if (msg.type !== 'session.end' && msg.type !== 'session.start') {
+      registry.route({ type: '__dropped', sessionId: msg.sessionId, dropped: msg.type, reason });
+    }
+  }
+
+  /**
+   * @param {import('./sessions.js').PanelEntry} entry
+   * @param {Msg} msg
+   */
+  async function handlePanelMessage(entry, msg) {
+    if (isInternalType(msg.type)) {
+      if (msg.type === '__getState') entry.port.postMessage({ type: '__state', ...conn.info() });
+      else if (msg.type === '__retry') conn.retryNow();
+      return;
+    }
+    if (!isPanelToHost(msg)) {
+      console.warn('[browy] panel message refused:', msg.type);
+      return;
+    }
+    if (msg.type === 'session.start') {
+      if (typeof msg.sessionId !== 'string' || !msg.sessionId) return;
+      const start = { ...msg, windowId: await windowIdFor(msg, entry) };
+      if (start.windowId === undefined) delete start.windowId;
+      registry.register(entry, start);
+      if (conn.ready) conn.send(start); // else: sent by the state listener on ready
+      return;
+    }
+    if (msg.type === 'session.end' && typeof msg.sessionId === 'string') {
+      registry.unregister(entry, msg.sessionId);
+      if (conn.ready) conn.send(msg);
+      return;
+    }
+    conn.send(msg);
+  }
+
+  /**
+   * The panel's window (v2 session.start adds windowId): the panel's own word, else the inspected
+   * tab's window (DevTools), else the sender tab's, else the last focused window.
+   * @param {Msg} msg
+   * @param {import('./sessions.js').PanelEntry} entry
+   * @returns {Promise<number | undefined>}
+   */
+  async function windowIdFor(msg, entry) {
+    if (typeof msg.windowId === 'number') return msg.windowId;
+    try {
+      if (typeof msg.inspectedTabId === 'number') return (await chromeApi.tabs.get(msg.inspectedTabId)).windowId;
+      const senderWindow = entry.port.sender?.tab?.windowId;
+      if (typeof senderWindow === 'number') return senderWindow;
+      const w = await chromeApi.windows?.getLastFocused?.();
+      return typeof w?.id === 'number' ? w.id : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Start listening and connecting. */
+  function start() {
+    chromeApi.runtime.onConnect.addListener((/** @type {any} */ port) => registry.attach(port));
+    cdp.start();
+    void registry.restore();
+    void cdp.restore();
+    void conn.connect();
+  }
+
+  /** Small, harmless hook for end-to-end tests (Playwright's worker.evaluate). */
+  const testHook = {
+    get state() {
+      return conn.info();
+    },
+    /** @param {Msg} msg */
+    send: (msg) => conn.send(msg),
+    received,
+    sessions: () => registry.sessionIds(),
+    retry: () => conn.retryNow(),
+  };
+
+  return { conn, cdp, registry, start, testHook, handleHostMessage, handlePanelMessage };
+}

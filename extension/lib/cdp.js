@@ -1,0 +1,395 @@
+// @ts-check
+/**
+ * CdpExecutor: runs the host's browser requests (protocol.md sections 2-4) and answers each with
+ * exactly one `tool.result{sessionId, callId, ok, result?, error?}` — or none at all when the host
+ * cancelled the call (`cdp.cancel`: "never answers late").
+ *
+ *   cdp.send{sessionId, callId, tabId?, method, params, controlOwnerId?}
+ *        attach chrome.debugger ("1.3") on first use, sendCommand, answer {tabId, result}
+ *   tab.new / tab.activate / tab.list / tab.getActive / tab.close   answered with TabInfo(s)
+ *   cdp.cancel{callId}          remember the id; the answer of that call is dropped
+ *   control.release{ownerId}    forget the owner; detach tabs no other owner holds; clear the badge
+ *
+ * Events: chrome.debugger.onEvent is forwarded as `cdp.event{sessionId, tabId, method, params}` only
+ * for domains the host enabled on that tab (`<Domain>.enable` / `.disable`) and only to the session
+ * that last used the tab — not the v1 firehose. `Inspector.detached` is always forwarded to that
+ * session, so the host learns a tab is gone from under it.
+ *
+ * Pages: only http:, https:, file: and about:blank are driven (section 5, URLs); everything else
+ * (chrome:, edge:, brave:, other about:, chrome-extension:, devtools:, the Web Store, ...) gets
+ * ok:false "NOT_ALLOWED_URL: <url>".
+ *
+ * Idle tabs are detached after `idleDetachMs` without calls so Chrome's "started debugging this
+ * browser" bar does not linger. On a lost native connection, `connectionLost()` detaches
+ * everything: the new connection's host starts from a clean slate (section 5, Reconnects), and
+ * answers of the old connection's calls are dropped (generation check).
+ *
+ * The set of attached tabs is mirrored in chrome.storage.session so that a restarted service
+ * worker detaches what its previous incarnation left attached (`restore()`).
+ */
+
+/** @typedef {{type: string, [k: string]: any}} Msg */
+/** @typedef {{tabId: number, url: string, title: string, active: boolean, windowId?: number}} TabInfo */
+/**
+ * @typedef {object} TabState
+ * @property {number} tabId
+ * @property {boolean} attached
+ * @property {Promise<void> | null} attaching
+ * @property {Set<string>} domains
+ * @property {string | null} sessionId   the session that last used the tab
+ * @property {Set<string>} owners        controlOwnerIds that used it
+ * @property {any} idleTimer
+ */
+
+const STORAGE_KEY = 'browy.cdp.attached';
+const DEBUGGER_VERSION = '1.3';
+const WEB_STORE = [
+  /^https?:\/\/chromewebstore\.google\.com(\/|$)/i,
+  /^https?:\/\/chrome\.google\.com\/webstore(\/|$)/i,
+  /^https?:\/\/microsoftedge\.microsoft\.com\/addons(\/|$)/i,
+];
+
+/**
+ * May the agent drive a page with this URL? (protocol.md section 5, URLs)
+ * @param {string | undefined} url
+ * @param {{allowFile?: boolean}} [opts]
+ */
+export function isAllowedUrl(url, opts = {}) {
+  if (url === undefined || url === '') return true; // a fresh tab whose URL is not known yet
+  if (url === 'about:blank') return true;
+  if (WEB_STORE.some((re) => re.test(url))) return false;
+  const m = /^([a-z][a-z0-9+.-]*):/i.exec(url);
+  const scheme = m ? m[1].toLowerCase() : '';
+  if (scheme === 'http' || scheme === 'https') return true;
+  if (scheme === 'file') return opts.allowFile !== false;
+  return false;
+}
+
+/** @param {any} tab @returns {TabInfo} */
+export function tabInfo(tab) {
+  return {
+    tabId: tab.id,
+    url: tab.url ?? tab.pendingUrl ?? '',
+    title: tab.title ?? '',
+    active: !!tab.active,
+    windowId: tab.windowId,
+  };
+}
+
+/**
+ * @typedef {object} CdpOptions
+ * @property {any} [chromeApi]
+ * @property {(msg: Msg) => void} send                  to the host (NativeConnection.send)
+ * @property {number} [idleDetachMs]
+ * @property {number} [cancelledLimit]
+ * @property {string} [badgeText]
+ * @property {{setTimeout: typeof setTimeout, clearTimeout: typeof clearTimeout}} [timers]
+ */
+
+export class CdpExecutor {
+  /** @param {CdpOptions} opts */
+  constructor(opts) {
+    this.chrome = opts.chromeApi ?? /** @type {any} */ (globalThis).chrome;
+    this.sendToHost = opts.send;
+    this.idleDetachMs = opts.idleDetachMs ?? 60_000;
+    this.cancelledLimit = opts.cancelledLimit ?? 1000;
+    this.badgeText = opts.badgeText ?? 'AI';
+    this.timers = opts.timers ?? {
+      setTimeout: globalThis.setTimeout.bind(globalThis),
+      clearTimeout: globalThis.clearTimeout.bind(globalThis),
+    };
+    /** @type {Map<number, TabState>} */
+    this.tabs = new Map();
+    /** @type {Set<string>} callIds the host gave up on (bounded, oldest evicted first) */
+    this.cancelled = new Set();
+    /** @type {Set<string>} callIds in flight */
+    this.pending = new Set();
+    /** Bumped on each lost connection; answers of an older generation are dropped. */
+    this.generation = 0;
+    /** @type {Array<() => void>} */
+    this.unlisten = [];
+  }
+
+  /** Subscribe to chrome.debugger events. Call once. */
+  start() {
+    const onEvent = (/** @type {any} */ source, /** @type {string} */ method, /** @type {any} */ params) =>
+      this.handleDebuggerEvent(source, method, params);
+    const onDetach = (/** @type {any} */ source, /** @type {string} */ reason) => this.handleDetach(source, reason);
+    this.chrome.debugger.onEvent.addListener(onEvent);
+    this.chrome.debugger.onDetach.addListener(onDetach);
+    this.unlisten.push(
+      () => this.chrome.debugger.onEvent.removeListener(onEvent),
+      () => this.chrome.debugger.onDetach.removeListener(onDetach),
+    );
+  }
+
+  stop() {
+    for (const fn of this.unlisten.splice(0)) fn();
+  }
+
+  /** Detach what a previous service-worker incarnation left attached. */
+  async restore() {
+    try {
+      const got = await this.chrome.storage.session.get(STORAGE_KEY);
+      const ids = Array.isArray(got?.[STORAGE_KEY]) ? got[STORAGE_KEY] : [];
+      for (const tabId of ids) {
+        if (this.tabs.has(tabId)) continue;
+        await this.chrome.debugger.detach({ tabId }).catch(() => {});
+        await this.setBadge(tabId, '');
+      }
+      await this.persist();
+    } catch (e) {
+      console.warn('[browy] cdp restore failed', e);
+    }
+  }
+
+  /**
+   * Handle one host message of handler kind "cdp". Resolves when it has been answered (or dropped).
+   * @param {Msg} msg
+   */
+  async handle(msg) {
+    switch (msg.type) {
+      case 'cdp.cancel':
+        this.cancel(String(msg.callId));
+        return;
+      case 'control.release':
+        await this.release(String(msg.ownerId));
+        return;
+      case 'cdp.send':
+        return this.run(msg, () => this.cdpSend(msg));
+      case 'tab.new':
+        return this.run(msg, () => this.tabNew(msg));
+      case 'tab.activate':
+        return this.run(msg, () => this.tabActivate(msg));
+      case 'tab.list':
+        return this.run(msg, async () => (await this.chrome.tabs.query({})).map(tabInfo));
+      case 'tab.getActive':
+        return this.run(msg, () => this.tabGetActive(msg));
+      case 'tab.close':
+        return this.run(msg, () => this.tabClose(msg));
+      default:
+        console.warn('[browy] cdp executor: unknown type', msg.type);
+    }
+  }
+
+  /** @param {string} callId */
+  cancel(callId) {
+    this.cancelled.add(callId);
+    while (this.cancelled.size > this.cancelledLimit) {
+      const first = this.cancelled.values().next().value;
+      if (first === undefined) break;
+      this.cancelled.delete(first);
+    }
+  }
+
+  /**
+   * Run one request and send exactly one answer, unless it was cancelled or its connection is gone.
+   * @param {Msg} msg
+   * @param {() => Promise<any>} fn
+   */
+  async run(msg, fn) {
+    const gen = this.generation;
+    const callId = String(msg.callId);
+    this.pending.add(callId);
+    /** @type {Msg} */
+    let answer;
+    try {
+      const result = await fn();
+      answer = { type: 'tool.result', sessionId: msg.sessionId, callId: msg.callId, ok: true, result };
+    } catch (e) {
+      answer = { type: 'tool.result', sessionId: msg.sessionId, callId: msg.callId, ok: false, error: errorText(e) };
+    } finally {
+      this.pending.delete(callId);
+    }
+    if (gen !== this.generation) return; // the connection that asked is gone (section 5)
+    if (this.cancelled.has(callId)) {
+      this.cancelled.delete(callId); // settled: nothing more can arrive for it
+      return; // cdp.cancel: never answer late
+    }
+    this.sendToHost(answer);
+  }
+
+  /** @param {Msg} msg */
+  async cdpSend(msg) {
+    if (typeof msg.method !== 'string' || !msg.method) throw new Error('INVALID_MESSAGE: method');
+    const tabId = typeof msg.tabId === 'number' ? msg.tabId : await this.defaultTabId();
+    const tab = await this.chrome.tabs.get(tabId);
+    const url = tab.url || tab.pendingUrl || '';
+    if (!isAllowedUrl(url)) throw new Error(`NOT_ALLOWED_URL: ${url}`);
+    const st = await this.ensureAttached(tabId);
+    st.sessionId = msg.sessionId ?? st.sessionId;
+    if (msg.controlOwnerId) {
+      if (!st.owners.has(msg.controlOwnerId)) {
+        st.owners.add(msg.controlOwnerId);
+        await this.setBadge(tabId, this.badgeText);
+      }
+    }
+    this.touch(st);
+    const result = await this.chrome.debugger.sendCommand({ tabId }, msg.method, msg.params ?? {});
+    const m = /^([A-Za-z]+)\.(enable|disable)$/.exec(msg.method);
+    if (m && this.tabs.get(tabId) === st) {
+      if (m[2] === 'enable') st.domains.add(m[1]);
+      else st.domains.delete(m[1]);
+    }
+    return { tabId, result: result ?? {} };
+  }
+
+  async defaultTabId() {
+    const [tab] = await this.chrome.tabs.query({ active: true, lastFocusedWindow: true });
+    if (!tab) throw new Error('no active tab');
+    return tab.id;
+  }
+
+  /** @param {number} tabId @returns {Promise<TabState>} */
+  async ensureAttached(tabId) {
+    let st = this.tabs.get(tabId);
+    if (!st) {
+      st = { tabId, attached: false, attaching: null, domains: new Set(), sessionId: null, owners: new Set(), idleTimer: null };
+      this.tabs.set(tabId, st);
+    }
+    if (st.attached) return st;
+    if (!st.attaching) {
+      const s = st;
+      s.attaching = (async () => {
+        try {
+          await this.chrome.debugger.attach({ tabId }, DEBUGGER_VERSION);
+          s.attached = true;
+          await this.persist();
+        } catch (e) {
+          if (this.tabs.get(tabId) === s) this.tabs.delete(tabId);
+          throw e;
+        } finally {
+          s.attaching = null;
+        }
+      })();
+    }
+    await st.attaching;
+    return st;
+  }
+
+  /** Restart the idle-detach timer of a tab. @param {TabState} st */
+  touch(st) {
+    if (st.idleTimer) this.timers.clearTimeout(st.idleTimer);
+    st.idleTimer = this.timers.setTimeout(() => {
+      st.idleTimer = null;
+      if (this.tabs.get(st.tabId) === st) void this.detach(st.tabId);
+    }, this.idleDetachMs);
+  }
+
+  /** Detach one tab and forget its state. @param {number} tabId */
+  async detach(tabId) {
+    const st = this.tabs.get(tabId);
+    if (!st) return;
+    this.tabs.delete(tabId);
+    if (st.idleTimer) this.timers.clearTimeout(st.idleTimer);
+    if (st.attaching) await st.attaching.catch(() => {});
+    if (st.attached || st.attaching) {
+      await this.chrome.debugger.detach({ tabId }).catch(() => {});
+    }
+    await this.setBadge(tabId, '');
+    await this.persist();
+  }
+
+  /** control.release: the owner's turn ended. @param {string} ownerId */
+  async release(ownerId) {
+    const jobs = [];
+    for (const st of [...this.tabs.values()]) {
+      if (!st.owners.delete(ownerId)) continue;
+      // Another turn still holding the tab keeps it (and its enabled domains) attached.
+      if (st.owners.size === 0) jobs.push(this.detach(st.tabId));
+    }
+    await Promise.all(jobs);
+  }
+
+  /** The native connection dropped: detach everything, drop the old connection's answers. */
+  async connectionLost() {
+    this.generation += 1;
+    this.cancelled.clear();
+    await Promise.all([...this.tabs.keys()].map((id) => this.detach(id)));
+  }
+
+  /** @param {any} source @param {string} method @param {any} params */
+  handleDebuggerEvent(source, method, params) {
+    const tabId = source?.tabId;
+    if (typeof tabId !== 'number') return;
+    const st = this.tabs.get(tabId);
+    if (!st || !st.sessionId) return;
+    const domain = method.split('.', 1)[0];
+    if (!st.domains.has(domain)) return;
+    this.sendToHost({ type: 'cdp.event', sessionId: st.sessionId, tabId, method, params: params ?? {} });
+  }
+
+  /** @param {any} source @param {string} reason */
+  handleDetach(source, reason) {
+    const tabId = source?.tabId;
+    if (typeof tabId !== 'number') return;
+    const st = this.tabs.get(tabId);
+    if (!st) return;
+    this.tabs.delete(tabId);
+    if (st.idleTimer) this.timers.clearTimeout(st.idleTimer);
+    if (st.sessionId) {
+      this.sendToHost({ type: 'cdp.event', sessionId: st.sessionId, tabId, method: 'Inspector.detached', params: { reason } });
+    }
+    void this.setBadge(tabId, '');
+    void this.persist();
+  }
+
+  /** @param {Msg} msg */
+  async tabNew(msg) {
+    const url = typeof msg.url === 'string' && msg.url ? msg.url : 'about:blank';
+    if (!isAllowedUrl(url)) throw new Error(`NOT_ALLOWED_URL: ${url}`);
+    /** @type {any} */
+    const props = { url, active: msg.active !== false };
+    if (typeof msg.windowId === 'number') props.windowId = msg.windowId;
+    return tabInfo(await this.chrome.tabs.create(props));
+  }
+
+  /** @param {Msg} msg */
+  async tabActivate(msg) {
+    const tab = await this.chrome.tabs.update(msg.tabId, { active: true });
+    if (tab?.windowId !== undefined && this.chrome.windows?.update) {
+      await this.chrome.windows.update(tab.windowId, { focused: true }).catch(() => {});
+    }
+    return tabInfo(tab ?? (await this.chrome.tabs.get(msg.tabId)));
+  }
+
+  /** @param {Msg} msg */
+  async tabGetActive(msg) {
+    const query = typeof msg.windowId === 'number' ? { active: true, windowId: msg.windowId } : { active: true, lastFocusedWindow: true };
+    const [tab] = await this.chrome.tabs.query(query);
+    return tab ? tabInfo(tab) : null;
+  }
+
+  /** @param {Msg} msg */
+  async tabClose(msg) {
+    const tabId = msg.tabId;
+    const tab = await this.chrome.tabs.get(tabId);
+    await this.detach(tabId);
+    await this.chrome.tabs.remove(tabId);
+    return tabInfo(tab);
+  }
+
+  /** @param {number} tabId @param {string} text */
+  async setBadge(tabId, text) {
+    try {
+      await this.chrome.action?.setBadgeText?.({ tabId, text });
+    } catch {
+      /* the tab may be gone */
+    }
+  }
+
+  async persist() {
+    try {
+      const ids = [...this.tabs.values()].filter((s) => s.attached).map((s) => s.tabId);
+      await this.chrome.storage.session.set({ [STORAGE_KEY]: ids });
+    } catch {
+      /* storage unavailable: best effort */
+    }
+  }
+}
+
+/** Chrome's error text (section 2: `error` is Chrome's error text). @param {unknown} e */
+function errorText(e) {
+  if (e && typeof e === 'object' && 'message' in e) return String(/** @type {any} */ (e).message);
+  return String(e);
+}

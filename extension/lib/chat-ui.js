@@ -1,0 +1,517 @@
+// @ts-check
+/**
+ * The chat UI shared by the side panel (`sp-…`) and the DevTools panel (`dt-…`).
+ *
+ * It talks to the service worker over a PanelPort and renders (protocol.md 3/3b/4):
+ *   chat.delta (appended, markdown), chat.done (replaces the streamed text with `text`),
+ *   chat.error, chat.tool_call / chat.tool_result (cards with outcome and duration), chat.queued,
+ *   event.activity (busy until status.idle|status.error — or chat.done|chat.error), usage,
+ *   approval.request -> approval.response, user.ask -> user.answer,
+ *   chat.list / chat.history / chat.delete, models.list / models.current / models.set,
+ *   auth.status, sdk.ready, error, and the SW's `__state` banner with its fix.
+ * The session id is kept in chrome.storage.session under `storageKey`, so reopening resumes the chat.
+ * The DOM is built with createElement/textContent; innerHTML only takes sanitized markdown.
+ */
+
+import { renderMarkdown } from './markdown.js';
+import { PanelPort, shortId } from './panel-port.js';
+
+/** @typedef {{type: string, [k: string]: any}} Msg */
+
+/**
+ * @typedef {object} ChatOptions
+ * @property {string} prefix              "sp" or "dt"
+ * @property {string} storageKey          where the session id is kept (chrome.storage.session)
+ * @property {number} [inspectedTabId]    DevTools: the inspected tab
+ * @property {number} [windowId]          side panel: its window
+ * @property {any} [chromeApi]
+ */
+
+/**
+ * Create a DOM element.
+ * @param {string} tag
+ * @param {Record<string, any>} [attrs]
+ * @param {...(Node | string | null | undefined | false)} children
+ * @returns {HTMLElement}
+ */
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') el.className = String(v);
+    else if (k === 'text') el.textContent = String(v);
+    else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children) if (c) el.append(c);
+  return el;
+}
+
+/** @param {unknown} v */
+function brief(v, max = 300) {
+  let s;
+  try {
+    s = typeof v === 'string' ? v : JSON.stringify(v);
+  } catch {
+    s = String(v);
+  }
+  s = s ?? '';
+  return s.length > max ? s.slice(0, max) + '…' : s;
+}
+
+const STATE_TEXT = /** @type {Record<string, string>} */ ({
+  disconnected: 'Not connected to the Browy host.',
+  connecting: 'Connecting to the Browy host…',
+  awaiting_hello: 'Connecting to the Browy host…',
+  host_missing: 'The Browy host is not installed.',
+  host_forbidden: 'The Browy host does not allow this extension.',
+  host_crashed: 'The Browy host stopped. Restarting…',
+  protocol_mismatch: 'The Browy host speaks another protocol version.',
+});
+
+/**
+ * Mount the chat into `root`.
+ * @param {HTMLElement} root
+ * @param {ChatOptions} opts
+ */
+export async function mountChat(root, opts) {
+  const chromeApi = opts.chromeApi ?? /** @type {any} */ (globalThis).chrome;
+  const stored = await chromeApi.storage.session.get(opts.storageKey).catch(() => ({}));
+  let sessionId = typeof stored?.[opts.storageKey] === 'string' ? stored[opts.storageKey] : `${opts.prefix}-${shortId()}`;
+  await chromeApi.storage.session.set({ [opts.storageKey]: sessionId }).catch(() => {});
+
+  // ---- DOM ----------------------------------------------------------------------------------
+  const banner = h('div', { class: 'banner', role: 'status', hidden: true });
+  const notice = h('div', { class: 'notice', role: 'alert', hidden: true });
+  const modelSelect = /** @type {HTMLSelectElement} */ (h('select', { class: 'model', 'aria-label': 'Model', title: 'Model' }));
+  const chatsButton = h('button', { type: 'button', class: 'ghost', title: 'Chats', 'aria-expanded': 'false', text: 'Chats' });
+  const newButton = h('button', { type: 'button', class: 'ghost', title: 'New chat', text: 'New' });
+  const header = h('header', { class: 'bar' }, modelSelect, chatsButton, newButton);
+  const chatList = h('nav', { class: 'chat-list', hidden: true, 'aria-label': 'Chats' });
+  const log = h('main', { class: 'log', 'aria-live': 'polite' });
+  const status = h('div', { class: 'status' });
+  const usageLine = h('div', { class: 'usage' });
+  const input = /** @type {HTMLTextAreaElement} */ (
+    h('textarea', { rows: 2, placeholder: 'Ask Browy… (Enter to send, Shift+Enter for a new line)', 'aria-label': 'Message' })
+  );
+  const sendButton = h('button', { type: 'submit', class: 'primary', text: 'Send' });
+  const stopButton = h('button', { type: 'button', class: 'stop', hidden: true, title: 'Stop (Esc)', text: 'Stop' });
+  const form = h('form', { class: 'composer' }, input, h('div', { class: 'actions' }, stopButton, sendButton));
+  root.replaceChildren(banner, header, chatList, notice, log, status, usageLine, form);
+
+  // ---- state --------------------------------------------------------------------------------
+  let connState = 'connecting';
+  let busy = false;
+  /** @type {{el: HTMLElement, text: string} | null} */
+  let streaming = null;
+  /** @type {Map<string, HTMLElement>} */
+  const toolCards = new Map();
+  /** @type {string | null} */
+  let turnId = null;
+  let renderPending = false;
+  /** @type {number | undefined} */
+  let oldestTimestamp;
+
+  const port = new PanelPort({
+    chromeApi,
+    onMessage: (m) => handle(m),
+    onConnect: () => startSession(),
+  });
+
+  function startSession() {
+    /** @type {Msg} */
+    const start = { type: 'session.start', sessionId, capabilities: ['cdp.activeTab'] };
+    if (typeof opts.inspectedTabId === 'number') start.inspectedTabId = opts.inspectedTabId;
+    if (typeof opts.windowId === 'number') start.windowId = opts.windowId;
+    port.send(start);
+  }
+
+  /** @param {string} text */
+  function showNotice(text) {
+    notice.textContent = text;
+    notice.hidden = !text;
+  }
+
+  /** @param {boolean} on */
+  function setBusy(on) {
+    busy = on;
+    stopButton.hidden = !on;
+    root.classList.toggle('busy', on);
+    if (!on) {
+      status.textContent = '';
+      turnId = null;
+    }
+  }
+
+  function scrollDown() {
+    log.scrollTop = log.scrollHeight;
+  }
+
+  /** @param {'user' | 'assistant' | 'error' | 'info'} role @param {string} text */
+  function addRow(role, text) {
+    const el = h('div', { class: `msg ${role}` });
+    if (role === 'assistant') el.innerHTML = renderMarkdown(text); // sanitized (markdown.js)
+    else el.textContent = text;
+    log.append(el);
+    scrollDown();
+    return el;
+  }
+
+  function renderStreaming() {
+    renderPending = false;
+    if (streaming) {
+      streaming.el.innerHTML = renderMarkdown(streaming.text); // sanitized (markdown.js)
+      scrollDown();
+    }
+  }
+
+  /** @param {string} name @param {any} args */
+  function toolCard(name, args) {
+    const card = h(
+      'details',
+      { class: 'tool running' },
+      h('summary', {}, h('span', { class: 'tool-name', text: name }), h('span', { class: 'tool-outcome', text: '…' })),
+      h('pre', { class: 'tool-args', text: brief(args, 2000) }),
+      h('div', { class: 'tool-summary' }),
+    );
+    log.append(card);
+    scrollDown();
+    return card;
+  }
+
+  /** @param {HTMLElement} card @param {Msg} m */
+  function finishToolCard(card, m) {
+    const outcome = m.outcome ?? (m.ok ? 'ok' : 'error');
+    card.classList.remove('running');
+    card.classList.add(outcome);
+    const dur = typeof m.durationMs === 'number' ? ` · ${(m.durationMs / 1000).toFixed(1)} s` : '';
+    const out = card.querySelector('.tool-outcome');
+    if (out) out.textContent = `${outcome}${dur}`;
+    const sum = card.querySelector('.tool-summary');
+    if (sum) sum.textContent = m.summary ?? '';
+  }
+
+  // ---- prompts --------------------------------------------------------------------------------
+
+  /** @param {Msg} m */
+  function approvalCard(m) {
+    const card = h(
+      'section',
+      { class: `prompt approval risk-${m.risk ?? 'unknown'}`, role: 'group', 'aria-label': 'Approval' },
+      h('div', { class: 'prompt-title', text: `Allow ${m.tool}?` }),
+      h('div', { text: m.summary ?? '' }),
+      m.origin ? h('div', { class: 'muted', text: `Site: ${m.origin}` }) : null,
+      h('pre', { class: 'tool-args', text: brief(m.args, 1000) }),
+    );
+    const buttons = h('div', { class: 'prompt-buttons' });
+    /** @type {[string, string][]} */
+    const choices = [
+      ['allow', 'Allow once'],
+      ['allow_session', 'Allow for this session'],
+      ['allow_site', 'Allow on this site'],
+      ['deny', 'Deny'],
+    ];
+    for (const [decision, label] of choices) {
+      buttons.append(
+        h('button', {
+          type: 'button',
+          class: decision === 'deny' ? 'danger' : decision === 'allow' ? 'primary' : '',
+          text: label,
+          onclick: () => {
+            port.send({ type: 'approval.response', sessionId, approvalId: m.approvalId, decision });
+            card.replaceChildren(h('div', { class: 'muted', text: `${m.tool}: ${label}` }));
+          },
+        }),
+      );
+    }
+    card.append(buttons);
+    log.append(card);
+    /** @type {HTMLElement | null} */ (buttons.querySelector('button'))?.focus();
+    scrollDown();
+  }
+
+  /** @param {Msg} m */
+  function askCard(m) {
+    const card = h('section', { class: 'prompt ask', role: 'group', 'aria-label': 'Question' }, h('div', { class: 'prompt-title', text: m.prompt ?? '' }));
+    /** @param {any} value @param {boolean} [cancelled] */
+    const answer = (value, cancelled = false) => {
+      port.send(cancelled ? { type: 'user.answer', sessionId, askId: m.askId, cancelled: true } : { type: 'user.answer', sessionId, askId: m.askId, value });
+      card.replaceChildren(h('div', { class: 'muted', text: `${m.prompt ?? ''} → ${cancelled ? '(cancelled)' : brief(value, 200)}` }));
+    };
+    const buttons = h('div', { class: 'prompt-buttons' });
+    if (m.kind === 'confirm') {
+      buttons.append(
+        h('button', { type: 'button', class: 'primary', text: 'Yes', onclick: () => answer(true) }),
+        h('button', { type: 'button', text: 'No', onclick: () => answer(false) }),
+      );
+    } else if (m.kind === 'choose' && Array.isArray(m.options)) {
+      for (const o of m.options) {
+        buttons.append(h('button', { type: 'button', class: o.value === m.defaultValue ? 'primary' : '', text: o.label ?? String(o.value), onclick: () => answer(o.value) }));
+      }
+    } else {
+      const field = /** @type {HTMLInputElement} */ (h('input', { type: 'text', value: m.defaultValue ?? '', 'aria-label': m.prompt ?? 'Answer' }));
+      field.addEventListener('keydown', (e) => {
+        if (e.key === 'Enter') {
+          e.preventDefault();
+          answer(field.value);
+        }
+      });
+      card.append(field);
+      buttons.append(h('button', { type: 'button', class: 'primary', text: 'Answer', onclick: () => answer(field.value) }));
+      setTimeout(() => field.focus(), 0);
+    }
+    buttons.append(h('button', { type: 'button', class: 'ghost', text: 'Cancel', onclick: () => answer(undefined, true) }));
+    card.append(buttons);
+    log.append(card);
+    scrollDown();
+  }
+
+  // ---- chats and history -------------------------------------------------------------------------
+
+  /** @param {any[]} chats */
+  function renderChatList(chats) {
+    chatList.replaceChildren();
+    if (!chats.length) chatList.append(h('div', { class: 'muted', text: 'No saved chats.' }));
+    for (const c of chats) {
+      const when = new Date(c.modifiedTime ?? c.startTime ?? 0).toLocaleString();
+      chatList.append(
+        h(
+          'div',
+          { class: `chat-item${c.id === sessionId ? ' current' : ''}` },
+          h('button', { type: 'button', class: 'chat-open', title: c.id, onclick: () => openChat(c.id) }, h('span', { text: c.summary || c.id }), h('small', { text: when })),
+          h('button', { type: 'button', class: 'ghost danger', title: 'Delete chat', 'aria-label': `Delete ${c.summary || c.id}`, text: '×', onclick: () => port.send({ type: 'chat.delete', id: c.id }) }),
+        ),
+      );
+    }
+  }
+
+  /** @param {string} id */
+  async function switchSession(id) {
+    if (id === sessionId) return;
+    port.send({ type: 'session.end', sessionId });
+    sessionId = id;
+    await chromeApi.storage.session.set({ [opts.storageKey]: sessionId }).catch(() => {});
+    log.replaceChildren();
+    toolCards.clear();
+    streaming = null;
+    setBusy(false);
+    usageLine.textContent = '';
+    startSession();
+  }
+
+  /** @param {string} id */
+  async function openChat(id) {
+    chatList.hidden = true;
+    chatsButton.setAttribute('aria-expanded', 'false');
+    await switchSession(id);
+    port.send({ type: 'chat.history', id, limit: 100 });
+  }
+
+  /** @param {Msg} m */
+  function renderHistory(m) {
+    const rows = Array.isArray(m.messages) ? m.messages : [];
+    const frag = document.createDocumentFragment();
+    for (const r of rows) {
+      if (r.role === 'user') frag.append(h('div', { class: 'msg user', text: r.text ?? '' }));
+      else if (r.role === 'assistant') {
+        const el = h('div', { class: 'msg assistant' });
+        el.innerHTML = renderMarkdown(r.text ?? ''); // sanitized (markdown.js)
+        frag.append(el);
+      } else if (r.role === 'tool') {
+        frag.append(
+          h('div', { class: `tool-row ${r.ok ? 'ok' : 'error'}` }, h('span', { class: 'tool-name', text: r.name ?? 'tool' }), h('span', { text: ` ${r.ok ? 'ok' : 'error'} ${r.summary ?? ''}` })),
+        );
+      }
+    }
+    const first = rows.find((r) => typeof r.timestamp === 'number');
+    if (first) oldestTimestamp = first.timestamp;
+    log.querySelector('.load-older')?.remove();
+    if (m.hasMore && oldestTimestamp !== undefined) {
+      const before = oldestTimestamp;
+      log.prepend(h('button', { type: 'button', class: 'ghost load-older', text: 'Load older messages', onclick: () => port.send({ type: 'chat.history', id: sessionId, before, limit: 100 }) }));
+      log.querySelector('.load-older')?.after(frag);
+    } else {
+      log.prepend(frag);
+    }
+    if (!m.hasMore || !('before' in m)) scrollDown();
+  }
+
+  // ---- inbound ------------------------------------------------------------------------------------
+
+  /** @param {Msg} m */
+  function handle(m) {
+    if (typeof m.sessionId === 'string' && m.sessionId !== sessionId) return;
+    switch (m.type) {
+      case '__state': {
+        connState = m.state;
+        const text = STATE_TEXT[m.state];
+        banner.hidden = m.state === 'ready';
+        banner.className = `banner state-${m.state}`;
+        banner.replaceChildren();
+        if (text) {
+          banner.append(h('div', { class: 'banner-text', text }));
+          if (m.fix) banner.append(h('code', { class: 'fix', text: m.fix }));
+          if (m.detail && m.detail !== text) banner.append(h('div', { class: 'muted', text: m.detail }));
+          if (m.state !== 'connecting' && m.state !== 'awaiting_hello') {
+            banner.append(h('button', { type: 'button', text: 'Retry now', onclick: () => port.send({ type: '__retry' }) }));
+          }
+        }
+        return;
+      }
+      case '__session_moved':
+        showNotice('This chat was opened in another panel. Start a new chat here to keep going.');
+        return;
+      case '__dropped':
+        showNotice(`Not sent (${m.reason}): ${m.dropped}`);
+        return;
+      case 'session.ready':
+        showNotice('');
+        return;
+      case 'sdk.ready':
+        if (m.ok === false) showNotice(`The agent backend failed: ${m.detail ?? ''}`);
+        return;
+      case 'auth.status':
+        if (m.state === 'unauth') showNotice(`Model provider not signed in. ${m.detail ?? ''}`);
+        else if (m.state === 'ready' && notice.textContent?.startsWith('Model provider')) showNotice('');
+        return;
+      case 'models.list': {
+        const current = modelSelect.value;
+        modelSelect.replaceChildren(...(m.models ?? []).map((/** @type {any} */ x) => h('option', { value: x.id, text: x.name ?? x.id })));
+        if (current) modelSelect.value = current;
+        return;
+      }
+      case 'models.current':
+        if (![...modelSelect.options].some((o) => o.value === m.id)) modelSelect.append(h('option', { value: m.id, text: m.id }));
+        modelSelect.value = m.id;
+        return;
+      case 'chat.delta':
+        if (!streaming) {
+          streaming = { el: addRow('assistant', ''), text: '' };
+          streaming.el.classList.add('turn-live');
+        }
+        streaming.text += m.text ?? '';
+        if (!renderPending) {
+          renderPending = true;
+          requestAnimationFrame(renderStreaming);
+        }
+        if (!busy) setBusy(true);
+        return;
+      case 'chat.tool_call':
+        streaming = null; // text after a tool call starts a new bubble
+        toolCards.set(String(m.callId), toolCard(m.tool, m.args));
+        return;
+      case 'chat.tool_result': {
+        const card = toolCards.get(String(m.callId)) ?? toolCard(m.tool ?? 'tool', undefined);
+        finishToolCard(card, m);
+        return;
+      }
+      case 'chat.done': {
+        // chat.done.text is ALL of the turn's text: replace the streamed bubbles with it (3).
+        for (const el of log.querySelectorAll('.msg.assistant.turn-live')) el.remove();
+        if (m.text) addRow('assistant', m.text);
+        streaming = null;
+        setBusy(false);
+        return;
+      }
+      case 'chat.error':
+        streaming = null;
+        addRow('error', m.message ?? 'The turn failed.');
+        setBusy(false);
+        return;
+      case 'chat.queued':
+        status.textContent = `Waiting in line — position ${m.position}`;
+        return;
+      case 'event.activity':
+        if (m.event === 'status.thinking') {
+          setBusy(true);
+          status.textContent = 'Thinking…';
+        } else if (m.event === 'status.idle' || m.event === 'status.error') setBusy(false);
+        else if (m.event === 'tool_start') status.textContent = `Running ${m.tool ?? 'a tool'}…`;
+        else if (m.event === 'llm_call_start') status.textContent = 'Thinking…';
+        else if (m.event === 'reasoning' && m.text) status.textContent = brief(m.text, 160);
+        return;
+      case 'usage':
+        usageLine.textContent = `Tokens: ${m.inputTokens ?? 0} in · ${m.outputTokens ?? 0} out · ${m.totalTokens ?? 0} total`;
+        return;
+      case 'approval.request':
+        approvalCard(m);
+        return;
+      case 'user.ask':
+        askCard(m);
+        return;
+      case 'chat.list.result':
+        renderChatList(Array.isArray(m.chats) ? m.chats : []);
+        return;
+      case 'chat.history.result':
+        if (m.id === sessionId) renderHistory(m);
+        return;
+      case 'chat.delete.result':
+        if (!m.ok) showNotice('That chat could not be deleted (is it running?).');
+        port.send({ type: 'chat.list' });
+        return;
+      case 'error':
+        showNotice(`${m.code}: ${m.message ?? ''}`);
+        return;
+      default:
+        return;
+    }
+  }
+
+  // ---- outbound -------------------------------------------------------------------------------------
+
+  function send() {
+    const text = input.value.trim();
+    if (!text) return;
+    if (connState !== 'ready') showNotice('Not connected to the Browy host yet; the message will be sent when it is.');
+    turnId = `t-${shortId()}`;
+    port.send({ type: 'chat.send', sessionId, text, turnId });
+    addRow('user', text);
+    streaming = null;
+    input.value = '';
+    setBusy(true);
+  }
+
+  function stop() {
+    if (!busy) return;
+    port.send(turnId ? { type: 'chat.cancel', sessionId, turnId } : { type: 'chat.cancel', sessionId });
+    status.textContent = 'Stopping…';
+  }
+
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    send();
+  });
+  input.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      send();
+    }
+  });
+  root.ownerDocument.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape' && busy) {
+      e.preventDefault();
+      stop();
+    }
+  });
+  stopButton.addEventListener('click', stop);
+  newButton.addEventListener('click', () => {
+    void switchSession(`${opts.prefix}-${shortId()}`);
+    input.focus();
+  });
+  chatsButton.addEventListener('click', () => {
+    chatList.hidden = !chatList.hidden;
+    chatsButton.setAttribute('aria-expanded', String(!chatList.hidden));
+    if (!chatList.hidden) port.send({ type: 'chat.list' });
+  });
+  modelSelect.addEventListener('change', () => port.send({ type: 'models.set', id: modelSelect.value }));
+
+  port.connect();
+  port.send({ type: 'chat.history', id: sessionId, limit: 100 });
+  input.focus();
+  return {
+    get sessionId() {
+      return sessionId;
+    },
+    port,
+  };
+}

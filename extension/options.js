@@ -1,0 +1,176 @@
+// @ts-check
+/**
+ * Options page: v2 `config.get` -> `config.result{values, schema}` rendered generically,
+ * `config.set{values}` on save, `doctor.run` -> `doctor.result{checks}`, and the host status.
+ * Talks to the service worker like a panel: a runtime port and a session `opts-…` without capabilities.
+ *
+ * The schema is JSON-schema-ish: either {type: "object", properties: {...}} or a plain map of
+ * field name -> {type, enum?, title?, description?, default?, items?, properties?}. Nested objects
+ * become dotted keys ("approvals.mode"), which is also how values are sent back.
+ */
+
+import { h } from './lib/chat-ui.js';
+import { PanelPort, shortId } from './lib/panel-port.js';
+
+/** @typedef {{type?: string, enum?: any[], title?: string, description?: string, default?: any, items?: any, properties?: Record<string, any>, format?: string, writeOnly?: boolean}} Field */
+
+const sessionId = `opts-${shortId()}`;
+const statusEl = /** @type {HTMLElement} */ (document.getElementById('status'));
+const form = /** @type {HTMLFormElement} */ (document.getElementById('config'));
+const configMsg = /** @type {HTMLElement} */ (document.getElementById('config-msg'));
+const doctorList = /** @type {HTMLElement} */ (document.getElementById('doctor'));
+const doctorButton = /** @type {HTMLButtonElement} */ (document.getElementById('doctor-run'));
+
+/** @type {Map<string, {field: Field, read: () => any}>} */
+let inputs = new Map();
+
+const port = new PanelPort({
+  onMessage: (m) => handle(m),
+  onConnect: () => {
+    port.send({ type: 'session.start', sessionId, capabilities: [] });
+    port.send({ type: 'config.get', sessionId });
+  },
+});
+
+/** @param {any} values @param {string} key */
+function valueAt(values, key) {
+  if (values && key in values) return values[key];
+  let cur = values;
+  for (const part of key.split('.')) {
+    if (cur == null || typeof cur !== 'object') return undefined;
+    cur = cur[part];
+  }
+  return cur;
+}
+
+/** @param {any} schema @returns {Record<string, Field>} */
+function propertiesOf(schema) {
+  if (schema && typeof schema === 'object' && schema.properties && typeof schema.properties === 'object') return schema.properties;
+  return schema && typeof schema === 'object' ? schema : {};
+}
+
+/**
+ * @param {string} key @param {Field} field @param {any} value
+ * @returns {{el: HTMLElement, read: () => any}}
+ */
+function renderField(key, field, value) {
+  const label = field.title ?? key;
+  const id = `f-${key.replace(/[^a-zA-Z0-9_-]/g, '_')}`;
+  const v = value === undefined ? field.default : value;
+  const help = field.description ? h('small', { class: 'muted', text: field.description }) : null;
+  if (field.type === 'boolean') {
+    const box = /** @type {HTMLInputElement} */ (h('input', { type: 'checkbox', id }));
+    box.checked = !!v;
+    return { el: h('div', { class: 'field check' }, box, h('label', { for: id, text: label }), help), read: () => box.checked };
+  }
+  if (Array.isArray(field.enum)) {
+    const sel = /** @type {HTMLSelectElement} */ (h('select', { id }, ...field.enum.map((o) => h('option', { value: String(o), text: String(o) }))));
+    if (v !== undefined) sel.value = String(v);
+    return { el: h('div', { class: 'field' }, h('label', { for: id, text: label }), sel, help), read: () => field.enum?.find((o) => String(o) === sel.value) };
+  }
+  if (field.type === 'array' && Array.isArray(field.items?.enum)) {
+    // A set of toggles, e.g. the enabled tools.
+    const chosen = new Set(Array.isArray(v) ? v : []);
+    /** @type {HTMLInputElement[]} */
+    const boxes = [];
+    const group = h('fieldset', { class: 'field toggles' }, h('legend', { text: label }), help);
+    for (const o of field.items.enum) {
+      const box = /** @type {HTMLInputElement} */ (h('input', { type: 'checkbox', value: String(o) }));
+      box.checked = chosen.has(o);
+      boxes.push(box);
+      group.append(h('label', { class: 'toggle' }, box, String(o)));
+    }
+    return { el: group, read: () => boxes.filter((b) => b.checked).map((b) => b.value) };
+  }
+  if (field.type === 'array') {
+    const area = /** @type {HTMLTextAreaElement} */ (h('textarea', { id, rows: 3 }));
+    area.value = Array.isArray(v) ? v.join('\n') : '';
+    return {
+      el: h('div', { class: 'field' }, h('label', { for: id, text: `${label} (one per line)` }), area, help),
+      read: () => area.value.split('\n').map((s) => s.trim()).filter(Boolean),
+    };
+  }
+  const numeric = field.type === 'number' || field.type === 'integer';
+  const secret = field.format === 'password' || field.writeOnly || /key|secret|token|password/i.test(key);
+  const inp = /** @type {HTMLInputElement} */ (h('input', { id, type: numeric ? 'number' : secret ? 'password' : 'text', autocomplete: 'off' }));
+  if (field.type === 'integer') inp.step = '1';
+  inp.value = v === undefined || v === null ? '' : String(v);
+  return {
+    el: h('div', { class: 'field' }, h('label', { for: id, text: label }), inp, help),
+    read: () => (numeric ? (inp.value === '' ? null : Number(inp.value)) : inp.value),
+  };
+}
+
+/**
+ * @param {HTMLElement} container @param {Record<string, Field>} props @param {any} values @param {string} prefix
+ */
+function renderProps(container, props, values, prefix) {
+  for (const [name, field] of Object.entries(props)) {
+    const key = prefix ? `${prefix}.${name}` : name;
+    if (field && field.type === 'object' && field.properties) {
+      const set = h('fieldset', { class: 'group' }, h('legend', { text: field.title ?? name }));
+      renderProps(set, field.properties, values, key);
+      container.append(set);
+      continue;
+    }
+    const { el, read } = renderField(key, field ?? {}, valueAt(values, key));
+    inputs.set(key, { field: field ?? {}, read });
+    container.append(el);
+  }
+}
+
+/** @param {any} values @param {any} schema */
+function renderConfig(values, schema) {
+  inputs = new Map();
+  form.replaceChildren();
+  renderProps(form, propertiesOf(schema), values ?? {}, '');
+  if (!inputs.size) form.append(h('p', { class: 'muted', text: 'The host offers no settings.' }));
+  form.append(h('button', { type: 'submit', class: 'primary', text: 'Save' }));
+}
+
+form.addEventListener('submit', (e) => {
+  e.preventDefault();
+  /** @type {Record<string, any>} */
+  const values = {};
+  for (const [key, { read }] of inputs) values[key] = read();
+  configMsg.textContent = 'Saving…';
+  port.send({ type: 'config.set', sessionId, values });
+});
+
+doctorButton.addEventListener('click', () => {
+  doctorList.replaceChildren(h('li', { class: 'muted', text: 'Running…' }));
+  port.send({ type: 'doctor.run', sessionId });
+});
+
+/** @param {any} m */
+function handle(m) {
+  if (typeof m.sessionId === 'string' && m.sessionId !== sessionId) return;
+  switch (m.type) {
+    case '__state':
+      statusEl.replaceChildren(
+        h('div', { text: m.state === 'ready' ? `Connected (${m.detail})` : `${m.state}: ${m.detail || ''}` }),
+        m.fix ? h('code', { class: 'fix', text: m.fix }) : null,
+      );
+      statusEl.className = `banner state-${m.state}`;
+      if (m.state === 'ready' && !inputs.size) port.send({ type: 'config.get', sessionId });
+      return;
+    case 'config.result':
+      renderConfig(m.values, m.schema);
+      configMsg.textContent = configMsg.textContent === 'Saving…' ? 'Saved.' : '';
+      return;
+    case 'doctor.result':
+      doctorList.replaceChildren(
+        ...(m.checks ?? []).map((/** @type {any} */ c) =>
+          h('li', { class: c.ok ? 'ok' : 'error' }, h('strong', { text: `${c.ok ? '✓' : '✗'} ${c.name}` }), h('span', { text: ` ${c.detail ?? ''}` }), c.fix ? h('code', { class: 'fix', text: c.fix }) : null),
+        ),
+      );
+      return;
+    case 'error':
+      configMsg.textContent = `${m.code}: ${m.message ?? ''}`;
+      return;
+    default:
+      return;
+  }
+}
+
+port.connect();
