@@ -1,0 +1,150 @@
+"""The native messaging host process that Chrome starts (``com.browy.host``): a relay.
+
+Chrome runs it with argv ``[path, "chrome-extension://<id>/"]`` and talks to it over stdin/stdout
+(protocol.md section 1). It must start fast, so it imports little: no pydantic, no model SDKs.
+
+Start-up order matters:
+
+1. Protect the protocol stream: fd 1 is duplicated to a private descriptor that only the
+   StdioFramer writes, then fd 1 itself is pointed at stderr, so a stray ``print`` — or a C
+   library writing to fd 1 — cannot corrupt a frame (conventions.md item 8).
+2. Check the caller's origin against the allowed list before anything else; a forbidden origin
+   gets one ``error{code: ORIGIN_FORBIDDEN}`` frame and the process exits.
+3. Start the Logger (the relay appends whole lines to ``logs/relay.log``; only the daemon rotates),
+   then the StdioFramer and the Uplink. EOF on stdin ends the process promptly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+from pathlib import Path
+
+__all__ = ["main", "protect_stdout"]
+
+log = logging.getLogger("nativehost.relay")
+
+
+def protect_stdout() -> int:
+    """Move the protocol stream off fd 1; return the private fd that carries frames from now on."""
+    out_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return out_fd
+
+
+def _env_seconds(name: str, default: float) -> float:
+    """A duration from the environment (tests shorten the reconnect bounds), else *default*."""
+    try:
+        value = float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if 0 < value < 3600 else default
+
+
+def _write_error_and_exit(out_fd: int, code: str, message: str) -> int:
+    from messages.codec import encode_message
+
+    with contextlib.suppress(OSError):
+        os.write(out_fd, encode_message({"type": "error", "code": code, "message": message}))
+    return 1
+
+
+async def _serve(home: Path, origin: str, out_fd: int) -> int:
+    from actors.link_stream import LinkStream
+    from actors.runtime import ActorRef, spawn
+    from actors.stdio_framer import StdioFramer
+    from actors.uplink import ExtensionClosed, FromExtension, Uplink, UplinkMsg
+    from nativehost.daemon import spawn_detached
+    from nativehost.link import open_link
+
+    done = asyncio.Event()
+    exit_code = 0
+    uplink_ref: ActorRef[UplinkMsg] | None = None
+
+    async def on_frame(payload: bytes) -> None:
+        assert uplink_ref is not None
+        await uplink_ref.tell(FromExtension(payload=payload))
+
+    async def on_eof(reason: str) -> None:
+        log.info("stdin closed (%s); exiting", reason)
+        if uplink_ref is not None:
+            with contextlib.suppress(Exception):
+                await uplink_ref.tell(ExtensionClosed())
+        done.set()
+
+    def on_give_up(reason: str) -> None:
+        nonlocal exit_code
+        if reason != "extension closed the port":
+            exit_code = 3
+        done.set()
+
+    async def connect() -> LinkStream:
+        stream, welcome = await open_link(home, role="relay", origin=origin, timeout=3.0)
+        log.info("linked to browyd pid %s (link v%d)", welcome.daemon_pid, welcome.version)
+        return stream
+
+    uplink = Uplink(
+        framer=None,  # type: ignore[arg-type]  # set below, once the framer exists
+        connect=connect,
+        start_daemon=lambda: spawn_detached(home),
+        on_give_up=on_give_up,
+        first_connect_budget_s=_env_seconds("BROWY_RELAY_CONNECT_S", 20.0),
+        reconnect_budget_s=_env_seconds("BROWY_RELAY_RECONNECT_S", 10.0),
+    )
+    framer = StdioFramer(
+        stdin=sys.stdin.buffer, stdout_fd=out_fd, on_frame=on_frame, on_eof=on_eof
+    )
+    framer_ref = await spawn(framer, name="stdio-framer")
+    uplink._framer = framer_ref
+    uplink_ref = await spawn(uplink, name="uplink")
+    uplink.bind(uplink_ref)
+    framer.begin_reading()
+    try:
+        await done.wait()
+    finally:
+        with contextlib.suppress(Exception):
+            await uplink_ref.stop(timeout=2.0)
+        with contextlib.suppress(Exception):
+            await framer_ref.stop(timeout=2.0)
+    return exit_code
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv if argv is None else argv)
+    out_fd = protect_stdout()
+    origin = argv[1] if len(argv) > 1 else ""
+
+    from nativehost.home import browy_home, ensure_private_dir, log_dir
+    from nativehost.origins import read_allowed_origins
+
+    home = browy_home()
+    try:
+        allowed = read_allowed_origins(home)
+    except Exception:  # a broken config must not open the door: refuse everyone but us
+        from nativehost.origins import OUR_EXTENSION_ID, origin_of
+
+        allowed = [origin_of(OUR_EXTENSION_ID)]
+    if origin not in allowed:
+        return _write_error_and_exit(
+            out_fd,
+            "ORIGIN_FORBIDDEN",
+            f"{origin or 'this caller'} is not allowed to use com.browy.host; "
+            "run `browy install-host --extension-id <id>` to allow it",
+        )
+
+    from actors.logger import install_logging
+
+    handle = install_logging(ensure_private_dir(log_dir(home)) / "relay.log", rotate=False)
+    log.info("relay pid %d for %s", os.getpid(), origin)
+    try:
+        return asyncio.run(_serve(home, origin, out_fd))
+    finally:
+        handle.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
