@@ -1,0 +1,602 @@
+"""A scripted OpenAI-compatible chat-completions server: ``browy model-server``.
+
+It lets a user check their setup without a key, and it is what the tests, the offline demo and the
+fault-injection harness talk to through the real ``openai`` client. It speaks the wire format of the
+OpenAI API as the SDK expects it:
+
+- ``POST /v1/chat/completions``, non-streaming (one ``chat.completion`` object) or streaming (SSE:
+  ``data: {chunk}\\n\\n`` ... ``data: [DONE]\\n\\n``). The first chunk carries ``role``; text
+  follows in ``content`` deltas; each tool call comes in pieces as OpenAI sends them (``index``,
+  ``id``, ``type`` and ``function.name`` with empty ``arguments`` first, then argument fragments);
+  the last choice chunk carries ``finish_reason``; with ``stream_options.include_usage`` every
+  chunk has ``"usage": null`` and a final chunk with ``"choices": []`` carries the usage.
+- ``GET /v1/models``: the script's model list.
+- Errors use OpenAI's body shape ``{"error": {"message", "type", "param", "code"}}``.
+
+Script format
+-------------
+
+A JSON file (or the same structure built in Python) that is either a list of steps or an object::
+
+    {"mode": "script" | "echo",        # "echo" answers with the last user text (the demo)
+     "api_key": "sk-test",             # optional: other bearer tokens get 401
+     "models": ["gpt-4o", "text-embedding-3-small"],   # optional: GET /v1/models
+     "steps": [ step, ... ]}
+
+A step (every key optional)::
+
+    {"text": "Hello there" | ["Hel", "lo"],   # a string is streamed word by word
+     "tool_calls": [{"name": "click", "arguments": {"index": 3} | "<raw, maybe bad, JSON>",
+                     "id": "call_1", "extra": {...}}],   # "extra": provider fields on the call
+     "extra": {"reasoning_content": "..."},  # provider-opaque fields on the assistant message
+     "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+     "finish_reason": "stop",                # default: "tool_calls" if there are any, else "stop"
+     "fault": fault | [fault, ...],
+     "repeat": 2,                            # serve this step N times (default 1)
+     "session": "marker-A",                  # see "Which step answers a request"
+     "match": {"user_contains": "weather", "tool_result": true}}
+
+Faults (``after_chunks`` counts the SSE ``data:`` events already written; default 0)::
+
+    {"kind": "status", "status": 503, "retry_after": 1, "message": "..."}
+        HTTP error with OpenAI's error body (and a Retry-After header: seconds or an HTTP date).
+        With "after_chunks" > 0 the status is already 200, so the error is sent the way OpenAI
+        does it mid-stream: a ``data: {"error": {...}}`` event, then the stream ends.
+    {"kind": "disconnect", "after_chunks": 2}    close the connection abruptly
+    {"kind": "hang", "after_chunks": 0}          send nothing more until the client goes away
+    {"kind": "delay", "first_chunk_s": 0.5, "between_chunks_s": 0.1}
+
+Which step answers a request: the script's ``session`` markers are searched, in script order, in the
+request's system and user messages; the first one found names the request's session (none found:
+the session of steps without a marker). Among the remaining steps of that session, the first whose
+``match`` holds is consumed (``user_contains``: the last user message contains the text;
+``tool_result``: whether the last message is a tool result). So concurrent conversations can be
+scripted deterministically. When no step fits, the answer is HTTP 500 with an error message saying
+that the script is exhausted.
+
+Observability for tests: :attr:`ScriptedModelServer.requests` holds every request body received,
+:attr:`~ScriptedModelServer.request_times` their arrival (loop time), and
+:attr:`~ScriptedModelServer.client_disconnected` is set when a client goes away before its
+response was complete (``disconnect_count`` counts them).
+
+The server binds 127.0.0.1 by default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import logging
+import re
+import signal
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TextIO, cast
+
+import orjson
+from aiohttp import web
+
+__all__ = [
+    "Fault",
+    "Script",
+    "ScriptError",
+    "ScriptedModelServer",
+    "Step",
+    "ToolCallSpec",
+    "load_script",
+    "main",
+]
+
+log = logging.getLogger(__name__)
+
+FaultKind = Literal["status", "disconnect", "hang", "delay"]
+_FAULT_KINDS: tuple[str, ...] = ("status", "disconnect", "hang", "delay")
+_ARGUMENT_FRAGMENT = 8  # characters per streamed argument fragment, as small as OpenAI's
+
+
+class ScriptError(ValueError):
+    """The script is not well formed; the message names the step and the key."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fault:
+    """One scripted fault (see the module docstring)."""
+
+    kind: FaultKind
+    status: int = 500
+    retry_after: float | str | None = None
+    message: str | None = None
+    after_chunks: int = 0
+    first_chunk_s: float = 0.0
+    between_chunks_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallSpec:
+    """A tool call the scripted model makes; ``arguments`` as a string is sent verbatim."""
+
+    name: str
+    arguments: dict[str, Any] | str = field(default_factory=dict)
+    id: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def arguments_json(self) -> str:
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return orjson.dumps(self.arguments).decode()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Step:
+    """One scripted answer (see the module docstring)."""
+
+    text: tuple[str, ...] = ()
+    tool_calls: tuple[ToolCallSpec, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+    usage: dict[str, int] | None = None
+    finish_reason: str | None = None
+    faults: tuple[Fault, ...] = ()
+    repeat: int = 1
+    session: str | None = None
+    user_contains: str | None = None
+    tool_result: bool | None = None
+
+    def fault(self, kind: FaultKind) -> Fault | None:
+        return next((f for f in self.faults if f.kind == kind), None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Script:
+    """A whole script: its steps, the model list, and the mode."""
+
+    steps: tuple[Step, ...] = ()
+    mode: Literal["script", "echo"] = "script"
+    models: tuple[str, ...] = ("browy-scripted",)
+    api_key: str | None = None
+
+    @classmethod
+    def echo(cls) -> Script:
+        """The demo script: every answer repeats the last user message."""
+        return cls(mode="echo", models=("browy-echo",))
+
+
+def _split_words(text: str) -> tuple[str, ...]:
+    return tuple(re.findall(r"\s*\S+\s*", text)) or ((text,) if text else ())
+
+
+def _parse_fault(raw: object, where: str) -> Fault:
+    if not isinstance(raw, dict) or raw.get("kind") not in _FAULT_KINDS:
+        raise ScriptError(f"{where}: a fault needs 'kind', one of {', '.join(_FAULT_KINDS)}")
+    try:
+        return Fault(**raw)
+    except TypeError as exc:
+        raise ScriptError(f"{where}: {exc}") from None
+
+
+def _parse_step(raw: object, where: str) -> Step:
+    if not isinstance(raw, dict):
+        raise ScriptError(f"{where}: a step must be an object")
+    known = {"text", "tool_calls", "extra", "usage", "finish_reason", "fault", "repeat"}
+    unknown = set(raw) - known - {"session", "match"}
+    if unknown:
+        raise ScriptError(f"{where}: unknown keys {sorted(unknown)}")
+    text = raw.get("text", ())
+    chunks = _split_words(text) if isinstance(text, str) else tuple(str(t) for t in text)
+    calls = []
+    for n, call in enumerate(raw.get("tool_calls", ())):
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+            raise ScriptError(f"{where}.tool_calls[{n}]: needs a 'name'")
+        try:
+            calls.append(ToolCallSpec(**call))
+        except TypeError as exc:
+            raise ScriptError(f"{where}.tool_calls[{n}]: {exc}") from None
+    faults_raw = raw.get("fault", ())
+    faults_list = [faults_raw] if isinstance(faults_raw, dict) else list(faults_raw)
+    match = raw.get("match") or {}
+    repeat = int(raw.get("repeat", 1))
+    if repeat < 1:
+        raise ScriptError(f"{where}: 'repeat' must be at least 1")
+    return Step(
+        text=chunks,
+        tool_calls=tuple(calls),
+        extra=dict(raw.get("extra") or {}),
+        usage=raw.get("usage"),
+        finish_reason=raw.get("finish_reason"),
+        faults=tuple(_parse_fault(f, f"{where}.fault") for f in faults_list),
+        repeat=repeat,
+        session=raw.get("session"),
+        user_contains=match.get("user_contains"),
+        tool_result=match.get("tool_result"),
+    )
+
+
+def load_script(source: Script | Sequence[object] | Mapping[str, object] | str | Path) -> Script:
+    """Build a :class:`Script` from a path to a JSON file, parsed JSON, or a Script (returned)."""
+    if isinstance(source, Script):
+        return source
+    if isinstance(source, str | Path):
+        source = cast("list[object] | dict[str, object]", orjson.loads(Path(source).read_bytes()))
+    top = dict(source) if isinstance(source, Mapping) else {"steps": list(source)}
+    steps_raw = top.get("steps", [])
+    if not isinstance(steps_raw, list):
+        raise ScriptError("'steps' must be a list")
+    mode = top.get("mode", "script")
+    if mode not in ("script", "echo"):
+        raise ScriptError("'mode' must be 'script' or 'echo'")
+    models = top.get("models") or (("browy-echo",) if mode == "echo" else ("browy-scripted",))
+    api_key = top.get("api_key")
+    return Script(
+        steps=tuple(_parse_step(s, f"steps[{n}]") for n, s in enumerate(steps_raw)),
+        mode=mode,
+        models=tuple(str(m) for m in cast("Sequence[object]", models)),
+        api_key=api_key if isinstance(api_key, str) else None,
+    )
+
+
+def _message_text(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+class _Queue:
+    """The remaining steps and the rule that picks one for a request (pure)."""
+
+    def __init__(self, steps: Sequence[Step]) -> None:
+        self._remaining: list[list[Any]] = [[s, s.repeat] for s in steps]
+        self._markers = list(dict.fromkeys(s.session for s in steps if s.session))
+
+    def take(self, messages: Sequence[Mapping[str, Any]]) -> Step | None:
+        prompt = " ".join(
+            _message_text(m) for m in messages if m.get("role") in ("system", "user", "developer")
+        )
+        session = next((m for m in self._markers if m in prompt), None)
+        users = [m for m in messages if m.get("role") == "user"]
+        last_user = _message_text(users[-1]) if users else ""
+        last_is_tool = bool(messages) and messages[-1].get("role") == "tool"
+        for entry in self._remaining:
+            step: Step = entry[0]
+            if step.session != session:
+                continue
+            if step.user_contains is not None and step.user_contains not in last_user:
+                continue
+            if step.tool_result is not None and step.tool_result != last_is_tool:
+                continue
+            entry[1] -= 1
+            if entry[1] == 0:
+                self._remaining.remove(entry)
+            return step
+        return None
+
+
+class ScriptedModelServer:
+    """An aiohttp server answering chat completions from a :class:`Script`.
+
+    ``await start()`` returns the base URL (``http://127.0.0.1:PORT/v1``) once it accepts
+    connections; ``await stop()`` ends hanging answers and closes the listener (idempotent).
+    """
+
+    def __init__(self, script: Script | Sequence[object] | Mapping[str, object] | None) -> None:
+        self.script = Script.echo() if script is None else load_script(script)
+        self.requests: list[dict[str, Any]] = []
+        self.request_times: list[float] = []
+        self.client_disconnected = asyncio.Event()
+        self.disconnect_count = 0
+        self._queue = _Queue(self.script.steps)
+        self._runner: web.AppRunner | None = None
+        self._stopping = asyncio.Event()
+        self._ids = itertools.count(1)
+        self.base_url = ""
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Listen on *host*:*port* (0: any free port) and return the base URL ending in ``/v1``."""
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        # handler_cancellation: a handler is cancelled when its client goes away, which is how a
+        # hanging answer learns of the disconnect (and how tests observe it).
+        runner = web.AppRunner(
+            app, handle_signals=False, shutdown_timeout=1.0, handler_cancellation=True
+        )
+        await runner.setup()
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        self._runner = runner
+        bound_port = runner.addresses[0][1]
+        self.base_url = f"http://{host}:{bound_port}/v1"
+        return self.base_url
+
+    async def stop(self) -> None:
+        """Release hanging answers, close every connection and the listener."""
+        self._stopping.set()
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    async def __aenter__(self) -> ScriptedModelServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    # -- handlers ---------------------------------------------------------------------------
+
+    def _authorized(self, request: web.Request) -> bool:
+        if self.script.api_key is None:
+            return True
+        return request.headers.get("Authorization") == f"Bearer {self.script.api_key}"
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        if not self._authorized(request):
+            return _error(401, "Incorrect API key provided.", "invalid_request_error")
+        data = [
+            {"id": m, "object": "model", "created": 1_700_000_000, "owned_by": "browy"}
+            for m in self.script.models
+        ]
+        return web.json_response({"object": "list", "data": data}, dumps=_dumps)
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        try:
+            body = orjson.loads(await request.read())
+        except orjson.JSONDecodeError:
+            return _error(400, "request body is not JSON", "invalid_request_error")
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return _error(400, "'messages' is required", "invalid_request_error")
+        self.requests.append(body)
+        self.request_times.append(asyncio.get_running_loop().time())
+        if not self._authorized(request):
+            return _error(401, "Incorrect API key provided.", "invalid_request_error")
+        messages: list[dict[str, Any]] = body["messages"]
+        step = self._answer_for(messages)
+        if step is None:
+            number = len(self.requests)
+            return _error(
+                500, f"scripted model server: script exhausted (no step left for request {number})"
+            )
+        status = step.fault("status")
+        if status is not None and status.after_chunks == 0:
+            headers = {}
+            if status.retry_after is not None:
+                headers["Retry-After"] = str(status.retry_after)
+            kind = "invalid_request_error" if status.status < 500 else "server_error"
+            message = status.message or f"scripted HTTP {status.status}"
+            return _error(status.status, message, kind, headers)
+        model = str(body.get("model", self.script.models[0]))
+        try:
+            if body.get("stream"):
+                options = body.get("stream_options") or {}
+                return await self._stream(request, step, model, bool(options.get("include_usage")))
+            return await self._complete(request, step, model)
+        except asyncio.CancelledError:
+            # With handler_cancellation, aiohttp cancels the handler when its client goes away.
+            self._note_disconnect()
+            raise
+
+    def _note_disconnect(self) -> None:
+        if not self._stopping.is_set():
+            self.disconnect_count += 1
+            self.client_disconnected.set()
+
+    def _answer_for(self, messages: list[dict[str, Any]]) -> Step | None:
+        if self.script.mode == "echo":
+            users = [m for m in messages if m.get("role") == "user"]
+            return Step(text=_split_words(_message_text(users[-1]) if users else ""))
+        return self._queue.take(messages)
+
+    async def _complete(self, request: web.Request, step: Step, model: str) -> web.StreamResponse:
+        delay = step.fault("delay")
+        if delay is not None and delay.first_chunk_s:
+            await asyncio.sleep(delay.first_chunk_s)
+        if step.fault("hang") is not None:
+            await self._stopping.wait()
+        if step.fault("disconnect") is not None or self._stopping.is_set():
+            _abort(request)
+            return web.Response()  # aiohttp finds the transport gone and drops it quietly
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(step.text) or None}
+        calls = [self._tool_call(c, n) for n, c in enumerate(step.tool_calls)]
+        if calls:
+            message["tool_calls"] = [
+                {"id": c["id"], "type": "function", "function": c["function"], **c["extra"]}
+                for c in calls
+            ]
+        message.update(step.extra)
+        completion = {
+            "id": f"chatcmpl-browy{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": _finish(step), "logprobs": None}
+            ],
+            "usage": _usage(step),
+        }
+        return web.json_response(completion, dumps=_dumps)
+
+    def _tool_call(self, spec: ToolCallSpec, n: int) -> dict[str, Any]:
+        call_id = spec.id or f"call_browy{next(self._ids)}_{n}"
+        function = {"name": spec.name, "arguments": spec.arguments_json()}
+        return {"id": call_id, "function": function, "extra": spec.extra}
+
+    def _deltas(self, step: Step) -> list[dict[str, Any]]:
+        """The choice deltas of a streamed answer, in OpenAI's order."""
+        deltas: list[dict[str, Any]] = [
+            {"role": "assistant", "content": "", "refusal": None, **step.extra}
+        ]
+        deltas.extend({"content": piece} for piece in step.text)
+        for n, spec in enumerate(step.tool_calls):
+            call = self._tool_call(spec, n)
+            head = {
+                "index": n,
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": spec.name, "arguments": ""},
+                **spec.extra,
+            }
+            deltas.append({"tool_calls": [head]})
+            args = call["function"]["arguments"]
+            for at in range(0, len(args), _ARGUMENT_FRAGMENT):
+                fragment = {
+                    "index": n,
+                    "function": {"arguments": args[at : at + _ARGUMENT_FRAGMENT]},
+                }
+                deltas.append({"tool_calls": [fragment]})
+        return deltas
+
+    async def _stream(
+        self, request: web.Request, step: Step, model: str, include_usage: bool
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
+        await response.prepare(request)
+        base: dict[str, Any] = {
+            "id": f"chatcmpl-browy{next(self._ids)}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+            "system_fingerprint": None,
+        }
+        if include_usage:
+            base["usage"] = None
+        events: list[dict[str, Any]] = [
+            {**base, "choices": [{"index": 0, "delta": d, "logprobs": None, "finish_reason": None}]}
+            for d in self._deltas(step)
+        ]
+        events.append(
+            {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": _finish(step)}]}
+        )
+        if include_usage:
+            events.append({**base, "choices": [], "usage": _usage(step)})
+        delay = step.fault("delay") or Fault(kind="delay")
+        try:
+            for n, event in enumerate(events):
+                if not await self._fault_point(request, response, step, n):
+                    return response
+                pause = delay.first_chunk_s if n == 0 else delay.between_chunks_s
+                if pause:
+                    await asyncio.sleep(pause)
+                await response.write(b"data: " + orjson.dumps(event) + b"\n\n")
+            if not await self._fault_point(request, response, step, len(events)):
+                return response
+            await response.write(b"data: [DONE]\n\n")
+            await response.write_eof()
+        except ConnectionResetError:
+            self._note_disconnect()
+        return response
+
+    async def _fault_point(
+        self, request: web.Request, response: web.StreamResponse, step: Step, sent: int
+    ) -> bool:
+        """Inject the faults due after *sent* chunks; return whether to go on streaming.
+
+        A ``status`` fault with ``after_chunks`` 0 was answered as an HTTP error before this.
+        """
+        for fault in step.faults:
+            if fault.after_chunks != sent or (fault.kind == "status" and sent == 0):
+                continue
+            if fault.kind == "hang":
+                await self._stopping.wait()  # the handler is cancelled if the client goes
+                _abort(request)
+                return False
+            if fault.kind == "disconnect":
+                _abort(request)
+                return False
+            if fault.kind == "status":
+                # What OpenAI does when a stream fails after its 200: an error event, then the end.
+                error = {
+                    "message": fault.message or f"scripted HTTP {fault.status}",
+                    "type": "server_error",
+                    "param": None,
+                    "code": fault.status,
+                }
+                await response.write(b"data: " + orjson.dumps({"error": error}) + b"\n\n")
+                await response.write_eof()
+                return False
+        return True
+
+
+def _dumps(obj: object) -> str:
+    return orjson.dumps(obj).decode()
+
+
+def _error(
+    status: int, message: str, kind: str = "server_error", headers: dict[str, str] | None = None
+) -> web.Response:
+    body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    return web.json_response(body, status=status, headers=headers, dumps=_dumps)
+
+
+def _finish(step: Step) -> str:
+    return step.finish_reason or ("tool_calls" if step.tool_calls else "stop")
+
+
+def _usage(step: Step) -> dict[str, int]:
+    if step.usage is not None:
+        return dict(step.usage)
+    completion = len(step.text) + sum(len(c.arguments_json()) // 4 for c in step.tool_calls)
+    return {"prompt_tokens": 10, "completion_tokens": completion, "total_tokens": 10 + completion}
+
+
+def _abort(request: web.Request) -> None:
+    transport = request.transport
+    if transport is not None:
+        # abort(), not close(): the client must see a broken chunked body, not a clean end.
+        transport.abort()
+
+
+# -- command line ---------------------------------------------------------------------------
+
+
+async def _serve(script: Script, host: str, port: int, out: TextIO) -> None:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    server = ScriptedModelServer(script)
+    try:
+        url = await server.start(host, port)
+        out.write(url + "\n")
+        out.flush()
+        await stop.wait()
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+        await server.stop()
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """``browy model-server [--script FILE] [--host H] [--port N]``.
+
+    Prints the base URL (ending in ``/v1``) on one line once the server accepts connections, then
+    serves until SIGINT or SIGTERM. Without ``--script`` it runs in echo mode. Returns the exit
+    status (2 for a bad script).
+    """
+    parser = argparse.ArgumentParser(
+        prog="browy model-server",
+        description="A scripted OpenAI-compatible chat-completions server (no key needed).",
+    )
+    parser.add_argument("--script", type=Path, help="JSON script (default: echo mode)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port (default: any free port)")
+    args = parser.parse_args(argv)
+    try:
+        script = Script.echo() if args.script is None else load_script(args.script)
+    except (OSError, orjson.JSONDecodeError, ScriptError) as exc:
+        print(f"browy model-server: cannot load {args.script}: {exc}", file=sys.stderr)
+        return 2
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(script, args.host, args.port, out or sys.stdout))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
