@@ -149,7 +149,8 @@ function handle(m) {
     case '__state':
       statusEl.replaceChildren(
         h('div', { text: m.state === 'ready' ? `Connected (${m.detail})` : `${m.state}: ${m.detail || ''}` }),
-        m.fix ? h('code', { class: 'fix', text: m.fix }) : null,
+        // replaceChildren would turn a null into the text "null": add the fix only when there is one.
+        ...(m.fix ? [h('code', { class: 'fix', text: m.fix })] : []),
       );
       statusEl.className = `banner state-${m.state}`;
       if (m.state === 'ready' && !inputs.size) port.send({ type: 'config.get', sessionId });

@@ -1,0 +1,149 @@
+"""The extension's pages against the real host: side panel, DevTools panel, options page.
+
+Each page is opened as a normal tab (the real side panel needs a user gesture), must render with
+no console error, and must register its session with the service worker and get session.ready.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Playwright
+
+from tests.e2e.browser import (
+    E2EBrowser,
+    PanelPage,
+    banner_text,
+    launched,
+    panel_session_id,
+    wait_until,
+)
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def browser(
+    playwright: Playwright, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[E2EBrowser]:
+    with launched(playwright, name="panels", root=tmp_path_factory.mktemp("panels")) as b:
+        b.wait_state("ready", timeout=20.0)
+        yield b
+
+
+def _wait_session_ready(browser: E2EBrowser, sid: str) -> None:
+    wait_until(
+        lambda: sid in browser.sessions(), timeout=5.0, what=f"{sid} in browyTest.sessions()"
+    )
+    browser.wait_received(
+        lambda m: m.get("type") == "session.ready" and m.get("sessionId") == sid,
+        timeout=10.0,
+        what=f"session.ready for {sid}",
+    )
+
+
+def _new_session(browser: E2EBrowser, before: list[str], prefix: str) -> str:
+    def probe() -> str | None:
+        new = [s for s in browser.sessions() if s not in before and s.startswith(prefix)]
+        return new[0] if len(new) == 1 else None
+
+    return wait_until(probe, timeout=5.0, what=f"a new {prefix} session")
+
+
+def _close_and_check(browser: E2EBrowser, panel: PanelPage, sid: str) -> None:
+    """Closing the page ends its session in the worker (the port closes)."""
+    panel.close()
+    wait_until(lambda: sid not in browser.sessions(), timeout=5.0, what=f"{sid} to end")
+
+
+def test_side_panel(browser: E2EBrowser) -> None:
+    browser.clear_received()
+    panel = browser.open_panel("sidepanel.html")
+    try:
+        sid = panel_session_id(panel, "sp")
+        assert sid.startswith("sp-")
+        _wait_session_ready(browser, sid)
+        wait_until(lambda: banner_text(panel) == "", timeout=5.0, what="the banner to hide")
+        page = panel.page
+        assert page.locator("textarea[aria-label='Message']").is_visible()
+        assert page.locator("button.primary", has_text="Send").is_visible()
+        assert page.locator("select.model").count() == 1
+        browser.screenshot(panel, "sidepanel")
+        assert panel.errors == []
+    finally:
+        panel.close()
+    wait_until(lambda: sid not in browser.sessions(), timeout=5.0, what=f"{sid} to end")
+
+
+def test_devtools_panel(browser: E2EBrowser) -> None:
+    target = browser.context.new_page()
+    try:
+        target.goto("data:text/html,<title>inspected</title><p>inspected page</p>")
+        tab_id = wait_until(
+            lambda: browser.worker.evaluate(
+                "async () => (await chrome.tabs.query({})).find((t) => t.title === 'inspected')?.id"
+            ),
+            timeout=5.0,
+            what="the inspected tab's id",
+        )
+        browser.clear_received()
+        panel = browser.open_panel(f"devtools-panel.html?inspectedTabId={tab_id}")
+        try:
+            sid = panel_session_id(panel, "dt")
+            assert sid.startswith("dt-")
+            stored_key = panel.page.evaluate("() => chrome.storage.session.get(null)")
+            assert f"browy.panel.dt.{tab_id}" in stored_key
+            _wait_session_ready(browser, sid)
+            wait_until(lambda: banner_text(panel) == "", timeout=5.0, what="the banner to hide")
+            assert panel.page.locator("textarea[aria-label='Message']").is_visible()
+            browser.screenshot(panel, "devtools-panel")
+            assert panel.errors == []
+            _close_and_check(browser, panel, sid)
+        finally:
+            panel.close()
+    finally:
+        target.close()
+
+
+def test_options_page(browser: E2EBrowser) -> None:
+    before = browser.sessions()
+    browser.clear_received()
+    panel = browser.open_panel("options.html")
+    try:
+        sid = _new_session(browser, before, "opts-")
+        _wait_session_ready(browser, sid)
+        page = panel.page
+        wait_until(
+            lambda: page.evaluate(
+                "() => document.getElementById('status').className.includes('state-ready')"
+            ),
+            timeout=5.0,
+            what="the options page's host status to show ready",
+        )
+        status = page.locator("#status").inner_text()
+        assert status.startswith("Connected"), status
+        assert "protocol 2" in status, status
+        assert page.locator("#doctor-run").is_visible()
+        browser.screenshot(panel, "options")
+        assert panel.errors == []
+        _close_and_check(browser, panel, sid)
+    finally:
+        panel.close()
+
+
+def test_options_status_shows_no_stray_null(browser: E2EBrowser) -> None:
+    panel = browser.open_panel("options.html")
+    try:
+        page = panel.page
+        wait_until(
+            lambda: page.evaluate(
+                "() => document.getElementById('status').className.includes('state-ready')"
+            ),
+            timeout=5.0,
+            what="the options page's host status to show ready",
+        )
+        lines = page.locator("#status").inner_text().splitlines()
+        assert "null" not in [line.strip() for line in lines], lines
+    finally:
+        panel.close()
