@@ -1,41 +1,62 @@
 """Connection: one link to the daemon (a browser connection through a relay, or a CLI client).
 
 It owns the protocol level the extension chose in its ``hello`` (v1 or v2), parses every inbound
-frame once at the edge (:func:`messages.wire.parse_inbound`), and guards everything it sends: no
-frame for Chrome exceeds 1,048,576 bytes (protocol.md section 5).
+frame once at the edge (:func:`messages.wire.parse_inbound`), guards everything it sends — no
+frame for Chrome exceeds 1,048,576 bytes (protocol.md section 5) — and owns the connection's
+:class:`actors.cdp_proxy.CdpProxy` (browser calls and their answers).
 
-What it answers today (the session router, turn scheduler and tools build on it):
+Everything about sessions and turns is the :class:`actors.agent.AgentHub`'s: the connection hands
+each parsed message over. Without a hub (a bare link, in tests) it still answers ``hello``,
+``session.start`` (with the initial push of section 3b) and ``ping``, and ends every
+``chat.send`` with ``chat.error`` + ``status.error``.
 
-- ``hello`` -> ``hello.ack`` with the highest protocol both speak (v2 adds ``capabilities`` and
-  ``maxMessageBytes``); a client that speaks no common protocol gets ``PROTOCOL_MISMATCH``.
-- ``session.start`` -> ``session.ready``, then the initial push of section 3b: ``sdk.ready{ok:
-  true}``, ``auth.status``, ``models.current``, ``models.list`` — never waiting on the provider.
-- ``session.end`` drops the session; ``ping`` -> ``pong``.
-- ``chat.send`` always ends with exactly one ``chat.error`` then ``status.error`` (section 3b) —
-  for a session not registered here, and (until the agent is wired in) for every turn.
-- Malformed frames: v2 ``error{INVALID_MESSAGE}`` naming the field; v1 logged. Unknown types are
-  logged and ignored (section 1).
+Malformed frames: v2 ``error{INVALID_MESSAGE}`` naming the field; v1 logged. Unknown types are
+logged and ignored (section 1).
 """
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
+from actors.cdp_proxy import CdpProxy
 from actors.link_stream import LinkStream
 from actors.runtime import Actor, Overflow
 from messages.codec import MAX_OUTBOUND_FRAME, decode_message
 from messages.errors import ErrorCode, InvalidMessage, UnknownMessageType, v1_chat_error_code
 from messages.link import LinkData
 from messages.wire import dump_outbound, parse_inbound
-from messages.wire_inbound import ChatSend, Hello, Ping, Pong, SessionEnd, SessionStart
+from messages.wire_inbound import (
+    AuthSignin,
+    CdpEvent,
+    ChatCancel,
+    ChatDelete,
+    ChatHistory,
+    ChatList,
+    ChatSend,
+    Hello,
+    HistoryClear,
+    ModelsListRequest,
+    ModelsSet,
+    Ping,
+    Pong,
+    SessionEnd,
+    SessionStart,
+    ToolResult,
+)
 from messages.wire_outbound import (
     AuthStatus,
+    ChatDeleteResult,
+    ChatDone,
     ChatError,
+    ChatHistoryResult,
     ChatListResult,
+    ChatSummary,
     ErrorMessage,
     EventActivity,
     HelloAck,
@@ -47,7 +68,10 @@ from messages.wire_outbound import (
     SessionReady,
 )
 
-__all__ = ["Connection", "ConnectionInfo", "Inbound", "SERVER_PROTOCOLS"]
+if TYPE_CHECKING:
+    from actors.agent import AgentHub
+
+__all__ = ["SERVER_PROTOCOLS", "Connection", "ConnectionInfo", "Inbound"]
 
 log = logging.getLogger(__name__)
 
@@ -86,17 +110,49 @@ class Connection(Actor[Inbound]):
         stream: LinkStream,
         server_version: str,
         model_id: Callable[[], str] = lambda: "",
+        hub: AgentHub | None = None,
     ) -> None:
         self.info = info
         self._stream = stream
         self._server_version = server_version
         self._model_id = model_id
+        self.hub = hub
+        self._send_lock = asyncio.Lock()
+        self.proxy = CdpProxy(self._send_model, protocol=1)
+
+    async def _send_model(self, msg: BaseModel) -> bool:
+        return await self.send(msg)  # type: ignore[arg-type]
+
+    async def on_start(self) -> None:
+        if self.hub is not None:
+            self.hub.link_opened(self)
+
+    async def on_stop(self) -> None:
+        await self._closed()
+
+    async def on_failure(self, exc: BaseException) -> None:
+        await self._closed()
+
+    async def _closed(self) -> None:
+        if self.hub is not None:
+            await self.hub.link_closed(self)
+        else:
+            self.proxy.connection_lost()
 
     # -- sending ----------------------------------------------------------------------------------
 
     async def send(self, msg: OutboundModel | Pong) -> bool:
-        """Send one message to the extension; refuse (log, False) one that would not fit."""
+        """Send one message to the extension; refuse (log, False) one that would not fit.
+
+        Sends from several tasks (turns, the connection itself) are serialised by a lock, so
+        frames never interleave and backpressure applies to each writer in turn.
+        """
         payload = dump_outbound(msg)
+        if len(payload) > MAX_OUTBOUND_FRAME and isinstance(msg, ChatDone):
+            # chat.done carries the whole turn's text; keep its end within the limit.
+            keep = MAX_OUTBOUND_FRAME // 2
+            msg = msg.model_copy(update={"text": "[… earlier text trimmed]\n" + msg.text[-keep:]})
+            payload = dump_outbound(msg)
         if len(payload) > MAX_OUTBOUND_FRAME:
             log.error(
                 "link %d: refused a %d-byte %s (Chrome's limit is 1 MiB)",
@@ -105,19 +161,23 @@ class Connection(Actor[Inbound]):
                 getattr(msg, "type", "?"),
             )
             return False
-        self._stream.send(LinkData(payload))
-        with contextlib.suppress(ConnectionError, OSError):
-            await self._stream.drain()
+        async with self._send_lock:
+            try:
+                self._stream.send(LinkData(payload))
+                await self._stream.drain()
+            except (ConnectionError, OSError, RuntimeError):
+                return False
         return True
 
     async def _protocol_error(self, code: ErrorCode, message: str, **extra: Any) -> None:
         if self.info.protocol >= 2:
-            await self.send(ErrorMessage(code=code.value, message=message, **extra))
+            await self.send(ErrorMessage(code=code, message=message, **extra))
         else:
             log.warning("link %d: %s: %s", self.info.link_id, code.value, message)
 
-    async def _end_turn_with_error(self, session_id: str, code: ErrorCode, message: str) -> None:
-        wire_code = code.value if self.info.protocol >= 2 else v1_chat_error_code(code)
+    async def end_turn_with_error(self, session_id: str, code: ErrorCode, message: str) -> None:
+        """End a turn that never ran: ``chat.error`` then ``status.error`` (section 3b)."""
+        wire_code = code if self.info.protocol >= 2 else v1_chat_error_code(code)
         await self.send(ChatError(session_id=session_id, message=message, code=wire_code))
         await self.send(EventActivity(session_id=session_id, event="status.error"))
 
@@ -135,21 +195,118 @@ class Connection(Actor[Inbound]):
             return None
         if isinstance(parsed, Hello):
             await self._on_hello(parsed)
-        elif isinstance(parsed, SessionStart):
+        elif isinstance(parsed, Ping):
+            await self.send(Pong(id=parsed.id))
+        elif isinstance(parsed, ToolResult):
+            self.proxy.on_tool_result(parsed)
+        elif isinstance(parsed, CdpEvent):
+            self.proxy.on_cdp_event(parsed)
+        elif self.hub is None:
+            await self._bare(parsed)
+        else:
+            await self._to_hub(self.hub, parsed)
+        return None
+
+    async def _to_hub(self, hub: AgentHub, parsed: Any) -> None:
+        if isinstance(parsed, SessionStart):
+            await hub.session_start(self, parsed)
+        elif isinstance(parsed, SessionEnd):
+            await hub.session_end(self, parsed.session_id)
+        elif isinstance(parsed, ChatSend):
+            await hub.chat_send(self, parsed)
+        elif isinstance(parsed, ChatCancel):
+            await hub.chat_cancel(self, parsed.session_id, parsed.turn_id)
+        elif isinstance(parsed, ModelsListRequest):
+            await self.send(ModelsList(models=await hub.list_models()))
+        elif isinstance(parsed, ModelsSet):
+            hub.set_model(parsed.id)
+            await self.send(ModelsCurrent(id=hub.model_id))
+        elif isinstance(parsed, AuthSignin):
+            await self.send(await hub.refresh_auth())
+        elif isinstance(parsed, ChatList):
+            await self._chat_list(hub)
+        elif isinstance(parsed, ChatHistory):
+            await self._chat_history(hub, parsed)
+        elif isinstance(parsed, ChatDelete):
+            await self._chat_delete(hub, parsed.id)
+        elif isinstance(parsed, HistoryClear):
+            await self._history_clear(hub, parsed.session_id)
+        else:
+            log.info("link %d: %s is not handled yet", self.info.link_id, parsed.type)
+            if self.info.protocol >= 2:
+                await self.send(
+                    ErrorMessage(
+                        code=ErrorCode.INTERNAL,
+                        message=f"{parsed.type} is not supported by this host yet",
+                        request_type=parsed.type,
+                    )
+                )
+
+    @property
+    def scope(self) -> str:
+        return (
+            self.info.install_id if self.info.protocol >= 2 and self.info.install_id else "default"
+        )
+
+    async def _chat_list(self, hub: AgentHub) -> None:
+        chats = hub.store.list_chats(self.scope)
+        await self.send(
+            ChatListResult(
+                chats=[
+                    ChatSummary(
+                        id=c.id,
+                        summary=c.summary or None,
+                        start_time=c.created_ms,
+                        modified_time=c.modified_ms,
+                    )
+                    for c in chats
+                ]
+            )
+        )
+
+    async def _chat_history(self, hub: AgentHub, req: ChatHistory) -> None:
+        v2 = self.info.protocol >= 2
+        page = hub.store.history(
+            self.scope,
+            req.id,
+            before=req.before if v2 else None,
+            limit=req.limit if v2 else None,
+        )
+        # The store shapes rows for the wire; validate them once into the outbound model.
+        result = ChatHistoryResult.model_validate(
+            {"id": req.id, "messages": page.rows, "hasMore": page.has_more if v2 else None}
+        )
+        await self.send(result)
+
+    async def _chat_delete(self, hub: AgentHub, chat_id: str) -> None:
+        running = any(
+            t.session_id == chat_id
+            for t in (hub._scheduler_actor.queue.running() if hub._scheduler_actor else [])
+        )
+        ok = False if running else hub.store.delete(self.scope, chat_id)
+        await self.send(ChatDeleteResult(id=chat_id, ok=ok))
+
+    async def _history_clear(self, hub: AgentHub, session_id: str) -> None:
+        entry = hub.table.lookup(session_id)
+        if entry is None or entry.link.link_id != self.info.link_id:
+            return
+        if not hub._is_running(session_id):
+            hub.store.delete(self.scope, session_id)
+
+    async def _bare(self, parsed: Any) -> None:
+        """Answers of a link without an agent hub (see the module docstring)."""
+        if isinstance(parsed, SessionStart):
             await self._on_session_start(parsed)
         elif isinstance(parsed, SessionEnd):
             self.info.sessions.pop(parsed.session_id, None)
-        elif isinstance(parsed, Ping):
-            await self.send(Pong(id=parsed.id))
         elif isinstance(parsed, ChatSend):
             await self._on_chat_send(parsed)
-        elif parsed.type == "models.list":
+        elif isinstance(parsed, ModelsListRequest):
             await self.send(ModelsList(models=self._models()))
-        elif parsed.type == "chat.list":
+        elif isinstance(parsed, ChatList):
             await self.send(ChatListResult(chats=[]))
         else:
-            log.info("link %d: %s is not handled yet", self.info.link_id, parsed.type)
-        return None
+            log.info("link %d: %s is not handled without an agent", self.info.link_id, parsed.type)
 
     async def _on_hello(self, hello: Hello) -> None:
         common = [p for p in SERVER_PROTOCOLS if p <= hello.protocol]
@@ -157,7 +314,7 @@ class Connection(Actor[Inbound]):
             self.info.protocol = 2  # the error frame is a v2 message; v1 never gets here
             await self.send(
                 ErrorMessage(
-                    code=ErrorCode.PROTOCOL_MISMATCH.value,
+                    code=ErrorCode.PROTOCOL_MISMATCH,
                     message=f"this host speaks protocols {SERVER_PROTOCOLS}, "
                     f"the extension {hello.protocol}",
                 )
@@ -165,6 +322,7 @@ class Connection(Actor[Inbound]):
             return
         self.info.protocol = max(common)
         self.info.install_id = hello.install_id
+        self.proxy.protocol = self.info.protocol
         if self.info.protocol >= 2:
             await self.send(
                 HelloAck(
@@ -199,13 +357,13 @@ class Connection(Actor[Inbound]):
 
     async def _on_chat_send(self, send: ChatSend) -> None:
         if send.session_id not in self.info.sessions:
-            await self._end_turn_with_error(
+            await self.end_turn_with_error(
                 send.session_id,
                 ErrorCode.UNKNOWN_SESSION,
                 f"session {send.session_id} is not registered on this connection",
             )
             return
-        await self._end_turn_with_error(
+        await self.end_turn_with_error(
             send.session_id,
             ErrorCode.INTERNAL,
             "this daemon does not run agent turns yet (the agent is not installed)",

@@ -50,9 +50,9 @@ import orjson
 from messages.codec import peek
 
 __all__ = [
-    "Action",
     "INITIAL_PUSH_TYPES",
     "SWALLOW_WINDOW_S",
+    "Action",
     "IllegalTransition",
     "LinkState",
     "RelayCore",
@@ -212,9 +212,7 @@ class RelayCore:
         out = []
         self._swallow.clear()
         if self._ended_by_relay:
-            out.append(
-                ToDaemonControl("turns_ended", {"sessions": sorted(self._ended_by_relay)})
-            )
+            out.append(ToDaemonControl("turns_ended", {"sessions": sorted(self._ended_by_relay)}))
             self._ended_by_relay.clear()
         if self._hello is not None:
             out.append(ToDaemon(self._hello))
@@ -287,7 +285,6 @@ class RelayCore:
         if session_id is not None:
             error["sessionId"] = session_id
         return [_to_ext(error)]
-
 
     def _turn_end(self, session_id: str) -> list[Action]:
         return [

@@ -121,7 +121,7 @@ def spawn_detached(home: Path) -> None:
     """Start a daemon for *home* in its own session, stdio on /dev/null, no inherited fds."""
     env = dict(os.environ)
     env["BROWY_HOME"] = str(home)
-    subprocess.Popen(  # noqa: S603 - our own interpreter and module
+    subprocess.Popen(
         [sys.executable, "-m", "nativehost.daemon", "--home", str(home)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -192,7 +192,11 @@ def run_daemon(home: Path | None = None, *, idle_exit_s: float | None = None) ->
             config = load_config(home)
             if idle_exit_s is not None:
                 config = config.model_copy(
-                    update={"daemon": config.daemon.model_copy(update={"idle_exit_seconds": idle_exit_s})}
+                    update={
+                        "daemon": config.daemon.model_copy(
+                            update={"idle_exit_seconds": idle_exit_s}
+                        )
+                    }
                 )
             server = DaemonServer(home, config, version=PACKAGE_VERSION)
             return asyncio.run(server.serve())

@@ -95,9 +95,7 @@ async def _serve(home: Path, origin: str, out_fd: int) -> int:
         first_connect_budget_s=_env_seconds("BROWY_RELAY_CONNECT_S", 20.0),
         reconnect_budget_s=_env_seconds("BROWY_RELAY_RECONNECT_S", 10.0),
     )
-    framer = StdioFramer(
-        stdin=sys.stdin.buffer, stdout_fd=out_fd, on_frame=on_frame, on_eof=on_eof
-    )
+    framer = StdioFramer(stdin=sys.stdin.buffer, stdout_fd=out_fd, on_frame=on_frame, on_eof=on_eof)
     framer_ref = await spawn(framer, name="stdio-framer")
     uplink._framer = framer_ref
     uplink_ref = await spawn(uplink, name="uplink")

@@ -30,8 +30,10 @@ from typing import Any
 
 import orjson
 
+from actors.agent import AgentHub, AgentSettings
 from actors.connection import Connection, ConnectionInfo, Inbound
 from actors.link_stream import LinkBroken, LinkStream, peer_uid
+from actors.model_gateway import ModelSettings
 from actors.runtime import ActorRef, spawn
 from messages.errors import ErrorCode
 from messages.link import (
@@ -47,11 +49,29 @@ from nativehost.config import Config
 from nativehost.home import ensure_private_dir, run_dir, socket_path
 from nativehost.link import tcp_endpoint_path
 
-__all__ = ["DaemonServer"]
+__all__ = ["DaemonServer", "model_settings"]
 
 log = logging.getLogger(__name__)
 
 HANDSHAKE_TIMEOUT_S = 5.0
+
+
+def model_settings(home: Path, config: Config) -> ModelSettings | None:
+    """The gateway's settings from ``[model]`` (and the environment), or None if not configured."""
+    model = config.model
+    if not model.base_url or not model.model:
+        return None
+    try:
+        key = model.resolve_api_key(home)
+    except Exception as exc:  # a named key file that cannot be read: reported as unauth
+        log.error("model key: %s", exc)
+        key = None
+    return ModelSettings(
+        base_url=model.base_url,
+        api_key=key,
+        model=model.model,
+        stream_idle_timeout=min(model.request_timeout, 120.0),
+    )
 
 
 class DaemonServer:
@@ -68,6 +88,15 @@ class DaemonServer:
         self._token = secrets.token_urlsafe(32)
         self._server: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[None]] = set()
+        self.hub = AgentHub(
+            AgentSettings(
+                home=home,
+                model=model_settings(home, config),
+                turn_concurrency=config.daemon.turn_concurrency,
+                allow_host_code=config.tools.allow_host_code,
+                version=version,
+            )
+        )
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -77,6 +106,7 @@ class DaemonServer:
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._stop.set)
+        await self.hub.start()
         await self._listen()
         log.info("browyd %s pid %d serving %s", self.version, os.getpid(), self.home)
         idle = asyncio.ensure_future(self._idle_watch())
@@ -136,6 +166,8 @@ class DaemonServer:
                 with contextlib.suppress(Exception):
                     await ref.stop(timeout=2.0)
             log.info("link %d closed by shutdown", info.link_id)
+        with contextlib.suppress(Exception):
+            await self.hub.stop()
         for task in list(self._handlers):
             task.cancel()
         for task in list(self._handlers):
@@ -182,9 +214,7 @@ class DaemonServer:
             self._refuse(stream, ErrorCode.INVALID_MESSAGE, "the first link frame must be hello")
             await stream.drain()
             return
-        if is_tcp and not hmac.compare_digest(
-            (hello.token or "").encode(), self._token.encode()
-        ):
+        if is_tcp and not hmac.compare_digest((hello.token or "").encode(), self._token.encode()):
             self._refuse(stream, ErrorCode.ORIGIN_FORBIDDEN, "bad link token")
             await stream.drain()
             return
@@ -202,7 +232,9 @@ class DaemonServer:
             )
             await stream.drain()
             return
-        stream.send(LinkWelcome(version=version, daemon_version=self.version, daemon_pid=os.getpid()))
+        stream.send(
+            LinkWelcome(version=version, daemon_version=self.version, daemon_pid=os.getpid())
+        )
         await stream.drain()
         link_id = next(self._ids)
         info = ConnectionInfo(link_id=link_id, role=hello.role, origin=hello.origin)
@@ -220,8 +252,7 @@ class DaemonServer:
         self._activity.set()
 
     async def _serve_relay(self, info: ConnectionInfo, stream: LinkStream) -> None:
-        conn = Connection(info=info, stream=stream, server_version=self.version,
-                          model_id=lambda: self.config.model.model or "")
+        conn = Connection(info=info, stream=stream, server_version=self.version, hub=self.hub)
         ref = await spawn(conn, name=f"connection-{info.link_id}")
         self._track(info, ref)
         log.info("link %d: relay for %s", info.link_id, info.origin)
@@ -232,6 +263,10 @@ class DaemonServer:
                     break
                 if isinstance(env, LinkData):
                     await ref.tell(Inbound(payload=env.payload))
+                elif isinstance(env, LinkControl) and env.op == "turns_ended":
+                    sessions = env.args.get("sessions", [])
+                    if isinstance(sessions, list):
+                        self.hub.turns_ended_by_relay([s for s in sessions if isinstance(s, str)])
         finally:
             self._untrack(info)
             with contextlib.suppress(Exception):

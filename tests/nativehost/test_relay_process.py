@@ -18,7 +18,6 @@ from tests.helpers.native_peer import (
     RelayPeer,
     daemon_pid,
     kill_daemon,
-    wait_for,
 )
 
 
@@ -47,7 +46,13 @@ async def test_a_v1_hello_gets_a_v1_hello_ack(peer: RelayPeer) -> None:
 
 async def test_a_v2_hello_gets_capabilities_and_the_frame_limit(peer: RelayPeer) -> None:
     await peer.send(
-        {"type": "hello", "client": "extension", "protocol": 2, "installId": "i", "capabilities": []}
+        {
+            "type": "hello",
+            "client": "extension",
+            "protocol": 2,
+            "installId": "i",
+            "capabilities": [],
+        }
     )
     ack = await peer.recv()
     assert ack["protocol"] == 2

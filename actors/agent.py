@@ -1,0 +1,513 @@
+"""AgentHub: the daemon's agent side — sessions, turns, model, journal and tools, wired together.
+
+Connections hand it what the extension sent (already parsed at the edge); it answers through the
+session's *current* connection, looked up in the SessionRouter's table at every send, so output
+never goes to a connection where the session is not registered (protocol.md section 3b).
+
+It owns:
+
+- the :class:`actors.session_router.SessionRouter` and :class:`actors.turn_scheduler.TurnScheduler`
+  actors (the turn tasks are launched by the scheduler and end themselves: :mod:`actors.turn`);
+- the model gateway (built lazily from config; a missing model is an ``AUTH`` problem reported in
+  ``auth.status`` and in the turn's ``chat.error``, never in ``sdk.ready``);
+- the chat store (journals) and the tool runner.
+
+Cut turns: when a session registers whose journal shows a turn without an end (a link drop or a
+daemon crash), the hub sends that turn's definite end (``chat.error`` + ``status.error``) unless
+the relay already ended it (``turns_ended`` link control), and journals it as interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from actors.browser_tools import ToolResultView, ToolRunner, TurnBrowser
+from actors.model_gateway import ModelError, ModelGateway, ModelSettings
+from actors.runtime import ActorRef, spawn
+from actors.session_router import (
+    DropLink,
+    LinkFacts,
+    Register,
+    RegisterOutcome,
+    RegisterResult,
+    RouterMsg,
+    SessionRouter,
+    Unregister,
+)
+from actors.store import ChatStore, TurnOutcome
+from actors.turn import TurnRequest, run_turn
+from actors.turn_scheduler import (
+    CancelReason,
+    CancelTurns,
+    DropLinkTurns,
+    Queued,
+    Refused,
+    SchedulerMsg,
+    SubmitTurn,
+    TurnEnded,
+    TurnScheduler,
+    TurnTicket,
+)
+from messages.errors import ErrorCode, v1_chat_error_code
+from messages.wire_inbound import ChatSend, SessionStart
+from messages.wire_outbound import (
+    AuthStatus,
+    ChatDone,
+    ChatError,
+    ChatQueued,
+    ControlRelease,
+    ErrorMessage,
+    EventActivity,
+    ModelInfo,
+    ModelsCurrent,
+    ModelsList,
+    OutboundModel,
+    SdkReady,
+    SessionReady,
+)
+
+if TYPE_CHECKING:
+    from actors.connection import Connection
+
+__all__ = ["AgentHub", "AgentSettings"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentSettings:
+    home: Path
+    model: ModelSettings | None
+    turn_concurrency: int = 4
+    same_session: str = "queue"
+    max_iterations: int = 25
+    allow_host_code: bool = False
+    version: str = "0.1.0"
+
+
+class AgentHub:
+    def __init__(self, settings: AgentSettings, *, store: ChatStore | None = None) -> None:
+        self.settings = settings
+        self.store = store or ChatStore(settings.home / "sessions")
+        self.max_iterations = settings.max_iterations
+        self.connections: dict[int, Connection] = {}
+        self._router_actor = SessionRouter()
+        self._router: ActorRef[RouterMsg] | None = None
+        self._scheduler_actor: TurnScheduler | None = None
+        self._scheduler: ActorRef[SchedulerMsg] | None = None
+        self._turn_tasks: set[asyncio.Task[None]] = set()
+        self._texts: dict[str, TurnRequest] = {}
+        self._model: ModelGateway | None = None
+        self._model_id = settings.model.model if settings.model else ""
+        self._auth: AuthStatus = (
+            AuthStatus(state="unknown", detail="checking the model provider")
+            if settings.model
+            else AuthStatus(state="unauth", detail=_NO_MODEL)
+        )
+        self._ended_by_relay: set[str] = set()
+        self._undelivered: dict[str, list[OutboundModel]] = {}
+        self.tools = ToolRunner(home=settings.home, allow_host_code=settings.allow_host_code)
+        self._tab_locks: dict[tuple[int, int], asyncio.Lock] = {}
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._router = await spawn(self._router_actor, name="session-router")
+        self._scheduler_actor = TurnScheduler(
+            launch=self._launch,
+            end_queued=self._end_queued,
+            notify_queued=self._notify_queued,
+            limit=self.settings.turn_concurrency,
+            same_session=self.settings.same_session,
+        )
+        self._scheduler = await spawn(self._scheduler_actor, name="turn-scheduler")
+        if self.settings.model is not None:
+            self._model = ModelGateway(self.settings.model)
+
+    async def stop(self) -> None:
+        if self._scheduler is not None:
+            await self._scheduler.stop(timeout=5.0)
+        for task in list(self._turn_tasks):
+            task.cancel()
+        if self._turn_tasks:
+            await asyncio.wait(self._turn_tasks, timeout=5.0)
+        if self._router is not None:
+            await self._router.stop(timeout=2.0)
+        if self._model is not None:
+            await self._model.aclose()
+        await self.store.close()
+
+    @property
+    def table(self) -> Any:
+        return self._router_actor.table
+
+    # -- output -----------------------------------------------------------------------------------
+
+    async def emit(self, session_id: str, msg: OutboundModel) -> bool:
+        """Send session-scoped output to the session's current connection, if any.
+
+        Returns False when it could not be delivered (the session is registered nowhere, or its
+        connection is gone): the journal still has it.
+        """
+        entry = self.table.lookup(session_id)
+        if entry is None:
+            return False
+        conn = self.connections.get(entry.link.link_id)
+        if conn is None:
+            return False
+        return await conn.send(msg)
+
+    def undelivered_end(self, session_id: str, end: list[OutboundModel]) -> None:
+        """A turn's end could not reach its panel: send it when the session registers again."""
+        self._undelivered[session_id] = end
+
+    # -- links ------------------------------------------------------------------------------------
+
+    def link_opened(self, conn: Connection) -> None:
+        self.connections[conn.info.link_id] = conn
+
+    async def link_closed(self, conn: Connection) -> None:
+        """A connection went: fail its browser calls, end its turns, drop its sessions."""
+        link_id = conn.info.link_id
+        self.connections.pop(link_id, None)
+        conn.proxy.connection_lost()
+        assert self._scheduler is not None and self._router is not None
+        await self._scheduler.tell(DropLinkTurns(link_id=link_id))
+        await self._router.ask(DropLink(link_id=link_id), timeout=5.0)
+
+    def turns_ended_by_relay(self, sessions: list[str]) -> None:
+        self._ended_by_relay.update(sessions)
+
+    # -- sessions ---------------------------------------------------------------------------------
+
+    def _facts(self, conn: Connection) -> LinkFacts:
+        return LinkFacts(
+            link_id=conn.info.link_id,
+            origin=conn.info.origin,
+            protocol=conn.info.protocol,
+            install_id=conn.info.install_id,
+        )
+
+    async def session_start(self, conn: Connection, start: SessionStart) -> None:
+        assert self._router is not None
+        result: RegisterResult = await self._router.ask(
+            Register(
+                link=self._facts(conn),
+                session_id=start.session_id,
+                capabilities=start.capabilities,
+                model=start.model,
+                inspected_tab_id=start.inspected_tab_id,
+                window_id=start.window_id,
+                disabled_tools=start.disabled_tools,
+                enabled_host_tools=start.enabled_host_tools,
+            ),
+            timeout=5.0,
+        )
+        if result.outcome is RegisterOutcome.CONFLICT:
+            message = f"session {start.session_id} belongs to another browser profile"
+            if conn.info.protocol >= 2:
+                await conn.send(
+                    ErrorMessage(
+                        code=ErrorCode.SESSION_CONFLICT,
+                        message=message,
+                        session_id=start.session_id,
+                        request_type="session.start",
+                    )
+                )
+            else:
+                await conn.send(
+                    ChatError(session_id=start.session_id, message=message, code="internal")
+                )
+            return
+        if result.outcome is RegisterOutcome.MOVED and result.previous_link is not None:
+            old = self.connections.get(result.previous_link)
+            if old is not None and old.info.protocol >= 2:
+                await old.send(
+                    ErrorMessage(
+                        code=ErrorCode.CONNECTION_REPLACED,
+                        message="this session continues on a newer connection",
+                        session_id=start.session_id,
+                    )
+                )
+        await conn.send(
+            SessionReady(
+                session_id=start.session_id,
+                model=self._model_id,
+                capabilities=start.capabilities,
+            )
+        )
+        await self._initial_push(conn)
+        await self._settle_cut_turn(conn, result)
+
+    async def _initial_push(self, conn: Connection) -> None:
+        # Section 3b: sdk.ready is ok whenever the daemon is up; the provider's state goes in
+        # auth.status only, and session.ready never waits for the provider.
+        await conn.send(SdkReady(ok=True))
+        await conn.send(self._auth)
+        await conn.send(ModelsCurrent(id=self._model_id))
+        await conn.send(ModelsList(models=self._models_known()))
+
+    def _models_known(self) -> list[ModelInfo]:
+        return [ModelInfo(id=self._model_id, name=self._model_id)] if self._model_id else []
+
+    async def _settle_cut_turn(self, conn: Connection, result: RegisterResult) -> None:
+        entry = result.entry
+        if self._is_running(entry.session_id):
+            return
+        undelivered = self._undelivered.pop(entry.session_id, None)
+        if undelivered is not None:
+            if entry.session_id in self._ended_by_relay:
+                self._ended_by_relay.discard(entry.session_id)
+                return
+            for msg in undelivered:
+                await conn.send(_for_protocol(msg, conn.info.protocol))
+            return
+        chat = self.store.chat(entry.scope, entry.session_id)
+        cut = chat.cut_turn()
+        if cut is None:
+            return
+        turn_id = cut.turn_id
+        message = "This turn was interrupted (the connection or the daemon went away)."
+        chat.mark_ended(turn_id, "interrupted", ErrorCode.CONNECTION_LOST.value, message)
+        if entry.session_id in self._ended_by_relay:
+            self._ended_by_relay.discard(entry.session_id)
+            return
+        code = ErrorCode.CONNECTION_LOST
+        wire = code if conn.info.protocol >= 2 else v1_chat_error_code(code)
+        await conn.send(ChatError(session_id=entry.session_id, message=message, code=wire))
+        await conn.send(EventActivity(session_id=entry.session_id, event="status.error"))
+
+    async def session_end(self, conn: Connection, session_id: str) -> None:
+        assert self._router is not None and self._scheduler is not None
+        entry = self.table.lookup(session_id)
+        if entry is None or entry.link.link_id != conn.info.link_id:
+            return
+        await self._scheduler.tell(CancelTurns(session_id=session_id, reason=CancelReason.USER))
+        await self._router.ask(
+            Unregister(link_id=conn.info.link_id, session_id=session_id), timeout=5.0
+        )
+
+    # -- turns ------------------------------------------------------------------------------------
+
+    def _is_running(self, session_id: str) -> bool:
+        return self._scheduler_actor is not None and any(
+            t.session_id == session_id
+            for t in self._scheduler_actor.queue.running() + self._scheduler_actor.queue.waiting()
+        )
+
+    async def chat_send(self, conn: Connection, send: ChatSend) -> None:
+        sid = send.session_id
+        entry = self.table.lookup(sid)
+        if entry is None or entry.link.link_id != conn.info.link_id:
+            await conn.end_turn_with_error(
+                sid,
+                ErrorCode.UNKNOWN_SESSION,
+                f"session {sid} is not registered on this connection",
+            )
+            return
+        turn_id = send.turn_id or f"t-{secrets.token_hex(8)}"
+        if send.turn_id:
+            stored = self.store.chat(entry.scope, sid).find_turn(send.turn_id)
+            if stored is not None and stored.ended:
+                await self._replay_outcome(conn, sid, stored)
+                return
+            if stored is not None or send.turn_id in self._texts:
+                return  # the same turn is still in flight: its one end will come
+            if self._scheduler_actor is not None and any(
+                t.turn_id == send.turn_id for t in self._scheduler_actor.queue.running()
+            ):
+                return
+        ticket = TurnTicket(
+            turn_id=turn_id, session_id=sid, link_id=conn.info.link_id, protocol=conn.info.protocol
+        )
+        self._texts[turn_id] = TurnRequest(ticket=ticket, text=send.text, scope=entry.scope)
+        assert self._scheduler is not None
+        decision = await self._scheduler.ask(SubmitTurn(ticket=ticket), timeout=5.0)
+        if isinstance(decision, Refused):
+            self._texts.pop(turn_id, None)
+            await conn.end_turn_with_error(
+                sid, decision.code, "This chat already has a turn in progress."
+            )
+        elif isinstance(decision, Queued) and conn.info.protocol >= 2:
+            await conn.send(ChatQueued(session_id=sid, turn_id=turn_id, position=decision.position))
+
+    async def _replay_outcome(self, conn: Connection, sid: str, stored: TurnOutcome) -> None:
+        """A resent v2 turnId: answer with the stored outcome instead of a second turn."""
+        if stored.outcome in ("done", "cancelled"):
+            await conn.send(ChatDone(session_id=sid, text=stored.text or ""))
+            await conn.send(EventActivity(session_id=sid, event="status.idle"))
+            return
+        try:
+            code = ErrorCode(stored.code or ErrorCode.INTERNAL.value)
+        except ValueError:
+            code = ErrorCode.INTERNAL
+        await conn.end_turn_with_error(
+            sid, code, stored.message or "This turn already ended with an error."
+        )
+
+    def _launch(self, ticket: TurnTicket) -> asyncio.Task[None]:
+        req = self._texts.pop(ticket.turn_id)
+        task = asyncio.get_running_loop().create_task(
+            run_turn(self, req), name=f"turn:{ticket.turn_id}"
+        )
+        self._turn_tasks.add(task)
+        task.add_done_callback(self._turn_tasks.discard)
+        return task
+
+    async def _end_queued(self, ticket: TurnTicket, code: ErrorCode) -> None:
+        self._texts.pop(ticket.turn_id, None)
+        conn = self.connections.get(ticket.link_id)
+        if conn is None:
+            return
+        if code is ErrorCode.CANCELLED and conn.info.protocol >= 2:
+            await conn.end_turn_with_error(ticket.session_id, code, "Cancelled before it started.")
+        elif code is ErrorCode.CANCELLED:
+            # v1: a cancel shows as a quiet end, not a failure.
+            await conn.send(ChatDone(session_id=ticket.session_id, text=""))
+            await conn.send(EventActivity(session_id=ticket.session_id, event="status.idle"))
+        else:
+            await conn.end_turn_with_error(ticket.session_id, code, "The connection was lost.")
+
+    async def _notify_queued(self, ticket: TurnTicket, position: int) -> None:
+        await self.emit(
+            ticket.session_id,
+            ChatQueued(session_id=ticket.session_id, turn_id=ticket.turn_id, position=position),
+        )
+
+    def cancel_reason(self, turn_id: str) -> CancelReason | None:
+        if self._scheduler_actor is None:
+            return None
+        return self._scheduler_actor.cancel_reasons.get(turn_id)
+
+    async def chat_cancel(self, conn: Connection, session_id: str, turn_id: str | None) -> None:
+        entry = self.table.lookup(session_id)
+        if entry is None or entry.link.link_id != conn.info.link_id:
+            return
+        assert self._scheduler is not None
+        await self._scheduler.tell(
+            CancelTurns(session_id=session_id, turn_id=turn_id, reason=CancelReason.USER)
+        )
+
+    async def turn_finished(self, ticket: TurnTicket) -> None:
+        if self._scheduler is not None:
+            try:
+                await self._scheduler.tell(TurnEnded(turn_id=ticket.turn_id))
+            except Exception:  # the scheduler is stopping: nothing to start next
+                log.debug("scheduler gone at the end of turn %s", ticket.turn_id)
+
+    async def release_control(self, ticket: TurnTicket) -> None:
+        conn = self.connections.get(ticket.link_id)
+        if conn is not None and conn.info.protocol >= 2:
+            await conn.send(ControlRelease(owner_id=ticket.turn_id))
+
+    # -- model ------------------------------------------------------------------------------------
+
+    def model(self) -> ModelGateway:
+        if self._model is None:
+            raise ModelError("AUTH", _NO_MODEL)
+        return self._model
+
+    async def refresh_auth(self) -> AuthStatus:
+        if self._model is None:
+            self._auth = AuthStatus(state="unauth", detail=_NO_MODEL)
+        else:
+            state = await self._model.check_auth()
+            self._auth = AuthStatus(state=state.state, detail=state.detail)
+        return self._auth
+
+    async def list_models(self) -> list[ModelInfo]:
+        if self._model is None:
+            return []
+        try:
+            models = await self._model.list_models()
+        except ModelError as exc:
+            log.warning("models.list failed: %s", exc.message)
+            return self._models_known()
+        return [ModelInfo(id=m.id, name=m.name, vendor=m.vendor or None) for m in models]
+
+    def set_model(self, model_id: str) -> None:
+        if self.settings.model is None or not model_id:
+            return
+        self._model_id = model_id
+        old = self._model
+        self._model = ModelGateway(_with_model(self.settings.model, model_id))
+        if old is not None:
+            task = asyncio.ensure_future(old.aclose())
+            self._turn_tasks.add(task)  # owned: awaited on stop
+            task.add_done_callback(self._turn_tasks.discard)
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    # -- browser and tools ------------------------------------------------------------------------
+
+    async def browser_for(self, ticket: TurnTicket) -> TurnBrowser | None:
+        """Pin the (connection, tab) this turn works on, or None if it may not drive tabs."""
+        entry = self.table.lookup(ticket.session_id)
+        conn = self.connections.get(ticket.link_id)
+        if entry is None or conn is None or not entry.can_drive_tabs:
+            return None
+        return await TurnBrowser.pin(
+            proxy=conn.proxy,
+            session_id=ticket.session_id,
+            owner_id=ticket.turn_id,
+            inspected_tab_id=entry.inspected_tab_id,
+            window_id=entry.window_id,
+            allow_file=False,
+        )
+
+    def tool_definitions(self, session_id: str, browser: bool) -> list[dict[str, Any]]:
+        entry = self.table.lookup(session_id)
+        disabled = entry.disabled_tools if entry else frozenset()
+        host = entry.enabled_host_tools if entry else frozenset()
+        return self.tools.definitions(browser=browser, disabled=disabled, enabled_host=host)
+
+    def is_page_changing(self, name: str) -> bool:
+        return self.tools.is_page_changing(name)
+
+    def bad_arguments(self, name: str, problem: str) -> ToolResultView:
+        return self.tools.bad_arguments(name, problem)
+
+    def tab_lock(self, link_id: int, tab_id: int) -> asyncio.Lock:
+        return self._tab_locks.setdefault((link_id, tab_id), asyncio.Lock())
+
+    async def run_tool(
+        self, ticket: TurnTicket, browser: TurnBrowser | None, name: str, args: dict[str, Any]
+    ) -> ToolResultView:
+        entry = self.table.lookup(ticket.session_id)
+        disabled = entry.disabled_tools if entry else frozenset()
+        host = entry.enabled_host_tools if entry else frozenset()
+        lock: Callable[[int], asyncio.Lock] = lambda tab: self.tab_lock(ticket.link_id, tab)  # noqa: E731
+        return await self.tools.run(
+            name, args, browser=browser, disabled=disabled, enabled_host=host, tab_lock=lock
+        )
+
+
+_NO_MODEL = (
+    "No model is configured. Set BROWY_MODEL, OPENAI_BASE_URL and OPENAI_API_KEY in "
+    "BROWY_HOME/config.toml ([model] model, base_url, api_key) — the daemon inherits the "
+    "browser's environment, not your shell's — or try `browy demo`."
+)
+
+
+def _for_protocol(msg: OutboundModel, protocol: int) -> OutboundModel:
+    """A stored turn end re-addressed to a connection of *protocol* (v1 gets the v1 word)."""
+    if protocol < 2 and isinstance(msg, ChatError) and msg.code is not None:
+        try:
+            return msg.model_copy(update={"code": v1_chat_error_code(ErrorCode(msg.code))})
+        except ValueError:
+            return msg
+    return msg
+
+
+def _with_model(settings: ModelSettings, model_id: str) -> ModelSettings:
+    from dataclasses import replace
+
+    return replace(settings, model=model_id)

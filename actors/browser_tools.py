@@ -1,0 +1,378 @@
+"""The turn's hands: the pinned tab, the page context block, and the tool runner.
+
+- :class:`TurnBrowser` pins the (connection, tab) a turn works on at its start — the session's
+  inspected tab, else the active tab (of the panel's window in v2) — and keeps it unless the model
+  switches tabs (protocol.md section 3b). It remembers the document token of the last snapshot of
+  each tab, so ``click_index`` and friends act on the document the model saw, or fail with
+  ``STALE_REF`` (protocol.md section 5).
+- The index tools (``inspect_page``, ``click_index``, ``type_index``, ...) are registered here in
+  the shared :class:`actors.tools.registry.Registry`; the other browser, file and note tools come
+  from :mod:`actors.tools.browser` and :mod:`actors.tools.files`.
+- :class:`ToolRunner` builds each call's :class:`ToolContext` (policy from the session's toggles
+  and the host's own config; the per-tab lock that keeps page-changing tools of two turns from
+  interleaving on one tab) and turns the registry's outcome into what the turn reports.
+
+Page text reaches the model wrapped in ``<untrusted_page_content>`` markers: it is data, never
+instructions (architecture.md section 5).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from actors.cdp_proxy import CdpProxy, ProxyTabs, TabCdpSession
+from actors.tools.page import PageTools, Snapshot
+from actors.tools.registry import (
+    Registry,
+    ToolArgs,
+    ToolContext,
+    ToolError,
+    ToolOutput,
+    ToolPolicy,
+)
+from messages.errors import BrowyError, ErrorCode
+
+__all__ = [
+    "ToolResultView",
+    "ToolRunner",
+    "TurnBrowser",
+    "register_page_tools",
+    "untrusted",
+]
+
+log = logging.getLogger(__name__)
+
+
+def untrusted(text: str) -> str:
+    """Mark page-derived text as data for the model (it must not follow instructions in it)."""
+    return f"<untrusted_page_content>\n{text}\n</untrusted_page_content>"
+
+
+@dataclass(slots=True)
+class TurnBrowser:
+    """The tab a turn drives, through its connection's :class:`CdpProxy`."""
+
+    proxy: CdpProxy
+    session_id: str
+    owner_id: str
+    tab_id: int | None
+    window_id: int | None
+    allow_file: bool = False
+    tabs: ProxyTabs = field(init=False)
+    _pages: dict[int, PageTools] = field(default_factory=dict)
+    tokens: dict[int, str] = field(default_factory=dict)
+    note: str | None = None
+
+    def __post_init__(self) -> None:
+        self.tabs = ProxyTabs(self.proxy, self.session_id, self.owner_id, window_id=self.window_id)
+
+    @classmethod
+    async def pin(
+        cls,
+        *,
+        proxy: CdpProxy,
+        session_id: str,
+        owner_id: str,
+        inspected_tab_id: int | None,
+        window_id: int | None,
+        allow_file: bool = False,
+    ) -> TurnBrowser:
+        browser = cls(
+            proxy=proxy,
+            session_id=session_id,
+            owner_id=owner_id,
+            tab_id=inspected_tab_id,
+            window_id=window_id,
+            allow_file=allow_file,
+        )
+        if browser.tab_id is None:
+            try:
+                active = await browser.tabs.active()
+            except BrowyError as exc:
+                browser.note = f"could not find the active tab: {exc.wire_message}"
+                active = None
+            if active is not None and isinstance(active.get("tabId"), int):
+                browser.tab_id = int(active["tabId"])
+        return browser
+
+    def session(self) -> TabCdpSession:
+        if self.tab_id is None:
+            raise ToolError("no tab is open for this session", code=ErrorCode.NO_CAPABILITY)
+        return self.tabs.session(self.tab_id)
+
+    def page(self) -> PageTools:
+        session = self.session()
+        assert self.tab_id is not None
+        page = self._pages.get(self.tab_id)
+        if page is None:
+            # One PageTools per tab keeps its isolated-world context id cached across calls.
+            page = PageTools(session, allow_file=self.allow_file)
+            self._pages[self.tab_id] = page
+        return page
+
+    def switch(self, tab_id: int) -> None:
+        self.tab_id = tab_id
+
+    def token(self) -> str:
+        if self.tab_id is None or self.tab_id not in self.tokens:
+            raise ToolError(
+                "call inspect_page first: element numbers come from a snapshot",
+                code=ErrorCode.STALE_REF,
+            )
+        return self.tokens[self.tab_id]
+
+    async def snapshot(self, **kwargs: Any) -> Snapshot:
+        snap = await self.page().inspect_page(**kwargs)
+        assert self.tab_id is not None
+        self.tokens[self.tab_id] = snap.doc_token
+        return snap
+
+    async def context_block(self) -> str:
+        """The browser context sent with the user's words: the tab and a fresh snapshot."""
+        if self.tab_id is None:
+            return "Browser: no tab is available." + (f" ({self.note})" if self.note else "")
+        try:
+            snap = await self.snapshot()
+        except BrowyError as exc:
+            if exc.code is ErrorCode.NOT_ALLOWED_URL:
+                return (
+                    "Browser: the active tab shows a browser page that Browy may not read or "
+                    "drive. Open or switch to a web page (navigate / new_tab / switch_tab)."
+                )
+            return f"Browser: the active tab could not be read ({exc.wire_message})."
+        return "Browser: the user's active tab. Snapshot:\n" + untrusted(snap.text)
+
+
+# -- the index tools ---------------------------------------------------------------------------
+
+
+class InspectArgs(ToolArgs):
+    scope: Literal["viewport", "all"] = Field(
+        "viewport", description="viewport: what is on screen (and near it); all: the whole page"
+    )
+    text_filter: str | None = Field(None, description="only elements whose text contains this")
+    offset: int = Field(0, ge=0, description="skip this many entries (paging)")
+    limit: int | None = Field(None, ge=1, le=2000, description="at most this many entries")
+
+
+class IndexArgs(ToolArgs):
+    index: int = Field(..., ge=0, description="the element number from inspect_page")
+
+
+class TypeArgs(IndexArgs):
+    text: str = Field(..., description="what to type")
+    clear: bool = Field(True, description="clear the field first")
+    submit: bool = Field(False, description="press Enter afterwards")
+
+
+class SelectArgs(IndexArgs):
+    value: str = Field(..., description="the option's value or visible label")
+
+
+class CheckArgs(IndexArgs):
+    checked: bool = Field(True, description="the state to set")
+
+
+def _browser(ctx: ToolContext) -> TurnBrowser:
+    browser = ctx.state.get("browser")
+    if not isinstance(browser, TurnBrowser):
+        raise ToolError("this session may not drive tabs", code=ErrorCode.NO_CAPABILITY)
+    return browser
+
+
+def register_page_tools(registry: Registry) -> None:
+    """Add ``inspect_page`` and the ``*_index`` tools (protocol.md section 3b names)."""
+
+    @registry.register(
+        "inspect_page",
+        "List the visible interactive elements of the current tab, numbered, with role, name, "
+        "value and state, plus page stats. Numbers feed click_index, type_index and the other "
+        "*_index tools; they are valid until the page navigates.",
+        InspectArgs,
+        page_changing=False,
+    )
+    async def inspect_page(args: InspectArgs, ctx: ToolContext) -> ToolOutput:
+        snap = await _browser(ctx).snapshot(
+            scope=args.scope, text_filter=args.text_filter, offset=args.offset, limit=args.limit
+        )
+        return ToolOutput(
+            content=untrusted(snap.text),
+            summary=f"{snap.shown} of {snap.count} elements on {snap.title or snap.url}"[:200],
+        )
+
+    def _action(name: str, description: str, params: type[IndexArgs], call: Any) -> None:
+        @registry.register(name, description, params, page_changing=True)
+        async def run(args: Any, ctx: ToolContext) -> ToolOutput:
+            browser = _browser(ctx)
+            result = await call(browser.page(), args, browser.token())
+            text = result.to_text()
+            if result.navigated and browser.tab_id is not None:
+                browser.tokens.pop(browser.tab_id, None)
+            if not result.ok:
+                raise ToolError(text, code=ErrorCode.INTERNAL)
+            return ToolOutput(content=untrusted(text), summary=text.splitlines()[0][:200])
+
+    _action(
+        "click_index", "Click element [index] like a user (scrolls it into view).", IndexArgs,
+        lambda p, a, t: p.click_index(a.index, t),
+    )  # fmt: skip
+    _action(
+        "type_index", "Type text into element [index] (clears it first unless clear=false).",
+        TypeArgs, lambda p, a, t: p.type_index(a.index, t, a.text, clear=a.clear, submit=a.submit),
+    )  # fmt: skip
+    _action(
+        "select_index", "Choose an option of the select element [index] by value or label.",
+        SelectArgs, lambda p, a, t: p.select_index(a.index, t, a.value),
+    )  # fmt: skip
+    _action(
+        "check_index", "Check or uncheck the checkbox [index].", CheckArgs,
+        lambda p, a, t: p.check_index(a.index, t, a.checked),
+    )  # fmt: skip
+    _action(
+        "set_radio_index", "Select the radio button [index].", IndexArgs,
+        lambda p, a, t: p.check_index(a.index, t, True),
+    )  # fmt: skip
+    _action(
+        "clear_index", "Clear the field [index].", IndexArgs,
+        lambda p, a, t: p.clear_index(a.index, t),
+    )  # fmt: skip
+    _action(
+        "focus_index", "Focus element [index].", IndexArgs,
+        lambda p, a, t: p.focus_index(a.index, t),
+    )  # fmt: skip
+
+
+# -- the runner --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResultView:
+    """What the turn reports and journals of one tool call."""
+
+    outcome: Literal["ok", "error", "unknown"]
+    summary: str
+    content_for_model: str | list[dict[str, Any]]
+    duration_ms: int = 0
+
+    @property
+    def content_text(self) -> str:
+        if isinstance(self.content_for_model, str):
+            return self.content_for_model
+        return "\n".join(
+            str(p.get("text", "")) for p in self.content_for_model if p.get("type") == "text"
+        )
+
+
+def build_registry() -> Registry:
+    registry = Registry()
+    register_page_tools(registry)
+    for module in ("actors.tools.browser", "actors.tools.files"):
+        with contextlib.suppress(ImportError):
+            mod = __import__(module, fromlist=["register"])
+            register = getattr(mod, "register", None)
+            if callable(register):
+                register(registry)
+    return registry
+
+
+class ToolRunner:
+    def __init__(self, *, home: Path, allow_host_code: bool, registry: Registry | None = None):
+        self.home = home
+        self.allow_host_code = allow_host_code
+        self.registry = registry or build_registry()
+        self._states: dict[str, dict[str, Any]] = {}
+
+    def _policy(self, disabled: frozenset[str], enabled_host: frozenset[str]) -> ToolPolicy:
+        return ToolPolicy(
+            disabled=disabled,
+            enabled_host_tools=enabled_host,
+            allow_host_code=self.allow_host_code,
+        )
+
+    def definitions(
+        self, *, browser: bool, disabled: frozenset[str], enabled_host: frozenset[str]
+    ) -> list[dict[str, Any]]:
+        defs = self.registry.definitions(self._policy(disabled, enabled_host))
+        if browser:
+            return defs
+        return [d for d in defs if not self._needs_browser(d["function"]["name"])]
+
+    def _needs_browser(self, name: str) -> bool:
+        return name not in _HOST_SIDE_TOOLS
+
+    def is_page_changing(self, name: str) -> bool:
+        tool = self.registry.get(name)
+        return bool(tool and tool.page_changing)
+
+    def bad_arguments(self, name: str, problem: str) -> ToolResultView:
+        return ToolResultView(
+            outcome="error",
+            summary=f"{name}: bad arguments",
+            content_for_model=f"INVALID_MESSAGE: the arguments of {name} are not a JSON object "
+            f"({problem}). Call it again with valid JSON arguments.",
+        )
+
+    async def run(
+        self,
+        name: str,
+        args: dict[str, Any],
+        *,
+        browser: TurnBrowser | None,
+        disabled: frozenset[str],
+        enabled_host: frozenset[str],
+        tab_lock: Callable[[int], asyncio.Lock],
+    ) -> ToolResultView:
+        state = self._states.setdefault(browser.session_id if browser else "-", {})
+        if browser is not None:
+            state["browser"] = browser
+        ctx = ToolContext(
+            session_id=browser.session_id if browser else "",
+            policy=self._policy(disabled, enabled_host),
+            cdp=browser.session() if browser is not None and browser.tab_id is not None else None,
+            tabs=browser.tabs if browser is not None else None,
+            files=self._files(),
+            state=state,
+        )
+        tool = self.registry.get(name)
+        lock: asyncio.Lock | None = None
+        if tool is not None and tool.page_changing and browser and browser.tab_id is not None:
+            lock = tab_lock(browser.tab_id)
+        if lock is None:
+            outcome = await self.registry.run(name, args, ctx)
+        else:
+            async with lock:
+                outcome = await self.registry.run(name, args, ctx)
+        if browser is not None and ctx.cdp is not None:
+            new_tab = getattr(ctx.cdp, "tab_id", None)
+            if isinstance(new_tab, int) and new_tab != browser.tab_id:
+                browser.switch(new_tab)  # the model switched tabs (switch_tab / new_tab)
+        return ToolResultView(
+            outcome=outcome.outcome,
+            summary=outcome.summary,
+            content_for_model=outcome.content_for_model,
+            duration_ms=outcome.duration_ms,
+        )
+
+    def _files(self) -> Any:
+        try:
+            from actors.tools.files import FileSandbox
+        except ImportError:
+            return None
+        return FileSandbox(self.home / "data")
+
+
+_HOST_SIDE_TOOLS = frozenset(
+    {
+        "save_file", "read_file", "list_files", "delete_file", "note_set", "note_get",
+        "note_list", "note_delete", "write_file", "grep", "glob", "web_fetch", "bash",
+        "run_script",
+    }
+)  # fmt: skip

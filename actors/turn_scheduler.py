@@ -1,0 +1,310 @@
+"""TurnScheduler: which turns run, which wait in line, and how a turn is stopped.
+
+The rules are a pure :class:`TurnQueue` (tested step by step); the :class:`TurnScheduler` actor
+applies its decisions: it launches turn tasks, cancels them, and reports queue positions.
+
+Rules (protocol.md sections 3b and 4, architecture.md section 2):
+
+- **One turn per session at a time.** A second ``chat.send`` on a session that has a turn
+  running or waiting is refused with ``BUSY`` (v1 ``aborted``), or — v2, when the config says
+  ``queue`` — waits behind it.
+- **Across sessions: FIFO under a concurrency limit** (default 4; 1 gives "one turn at a time,
+  others wait in line"). A waiting turn starts when a slot is free *and* its session has no turn
+  running; it keeps its place otherwise.
+- **Waiting for the user gives the slot up.** A turn blocked on an approval or ``ask_user``
+  ``yield_slot``s; when answered it ``reclaim``s at once (it may run over the limit for a moment
+  rather than make the user wait twice).
+- **Cancel.** A queued turn is removed (it ends with ``CANCELLED``); a running turn's task is
+  cancelled with a reason — the user's cancel ends in ``chat.done`` with the partial text, a lost
+  connection in ``CONNECTION_LOST``. The turn itself sends its end; the scheduler never does for a
+  running turn, so there is exactly one.
+- **A connection drops:** its sessions' queued turns are dropped and their running turns
+  cancelled with ``CONNECTION_LOST``.
+
+Rebuilding after a restart: the scheduler fails what it held (its turn tasks are cancelled with
+``INTERNAL`` and end definitely); the journal keeps the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from actors.runtime import Actor, Overflow
+from messages.errors import ErrorCode
+
+__all__ = [
+    "CancelReason",
+    "CancelTurns",
+    "DropLinkTurns",
+    "Queued",
+    "Reclaim",
+    "Refused",
+    "Start",
+    "SubmitTurn",
+    "TurnEnded",
+    "TurnQueue",
+    "TurnScheduler",
+    "TurnTicket",
+    "YieldSlot",
+]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnTicket:
+    turn_id: str
+    session_id: str
+    link_id: int
+    protocol: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    ticket: TurnTicket
+
+
+@dataclass(frozen=True, slots=True)
+class Queued:
+    ticket: TurnTicket
+    position: int  # 1-based place in line
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    ticket: TurnTicket
+    code: ErrorCode
+
+
+Decision = Start | Queued | Refused
+
+
+class CancelReason(enum.Enum):
+    USER = "user"  # chat.cancel / session.end: chat.done with the partial text
+    CONNECTION_LOST = "connection_lost"
+    SHUTDOWN = "shutdown"
+
+
+class TurnQueue:
+    """The pure queue. ``same_session``: ``"refuse"`` or ``"queue"`` (v2 only; v1 refuses)."""
+
+    def __init__(self, limit: int = 4, *, same_session: str = "queue") -> None:
+        if limit < 1:
+            raise ValueError("the concurrency limit must be at least 1")
+        self.limit = limit
+        self.same_session = same_session
+        self._waiting: list[TurnTicket] = []
+        self._running: dict[str, TurnTicket] = {}
+        self._yielded: set[str] = set()
+
+    # -- queries ----------------------------------------------------------------------------------
+
+    def running(self) -> list[TurnTicket]:
+        return list(self._running.values())
+
+    def waiting(self) -> list[TurnTicket]:
+        return list(self._waiting)
+
+    def positions(self) -> dict[str, int]:
+        return {t.turn_id: i + 1 for i, t in enumerate(self._waiting)}
+
+    def _busy_sessions(self) -> set[str]:
+        return {t.session_id for t in self._running.values()}
+
+    def _slots_used(self) -> int:
+        return sum(1 for tid in self._running if tid not in self._yielded)
+
+    # -- changes ----------------------------------------------------------------------------------
+
+    def submit(self, ticket: TurnTicket) -> Decision:
+        has_turn = ticket.session_id in self._busy_sessions() or any(
+            t.session_id == ticket.session_id for t in self._waiting
+        )
+        if has_turn and (ticket.protocol < 2 or self.same_session != "queue"):
+            return Refused(ticket, ErrorCode.BUSY)
+        self._waiting.append(ticket)
+        started = self._fill()
+        if ticket in started:
+            return Start(ticket)
+        return Queued(ticket, self._waiting.index(ticket) + 1)
+
+    def _fill(self) -> list[TurnTicket]:
+        started: list[TurnTicket] = []
+        busy = self._busy_sessions()
+        i = 0
+        while i < len(self._waiting) and self._slots_used() < self.limit:
+            ticket = self._waiting[i]
+            if ticket.session_id in busy:
+                i += 1
+                continue
+            del self._waiting[i]
+            self._running[ticket.turn_id] = ticket
+            busy.add(ticket.session_id)
+            started.append(ticket)
+        return started
+
+    def finish(self, turn_id: str) -> list[TurnTicket]:
+        """A running turn ended; returns the turns that start now."""
+        self._running.pop(turn_id, None)
+        self._yielded.discard(turn_id)
+        return self._fill()
+
+    def yield_slot(self, turn_id: str) -> list[TurnTicket]:
+        if turn_id in self._running:
+            self._yielded.add(turn_id)
+        return self._fill()
+
+    def reclaim(self, turn_id: str) -> None:
+        self._yielded.discard(turn_id)
+
+    def cancel(
+        self, session_id: str, turn_id: str | None = None
+    ) -> tuple[list[TurnTicket], list[TurnTicket]]:
+        """Returns (queued turns removed, running turns to cancel) of *session_id*."""
+
+        def matches(t: TurnTicket) -> bool:
+            return t.session_id == session_id and (turn_id is None or t.turn_id == turn_id)
+
+        removed = [t for t in self._waiting if matches(t)]
+        self._waiting = [t for t in self._waiting if not matches(t)]
+        running = [t for t in self._running.values() if matches(t)]
+        return removed, running
+
+    def drop_link(self, link_id: int) -> tuple[list[TurnTicket], list[TurnTicket]]:
+        removed = [t for t in self._waiting if t.link_id == link_id]
+        self._waiting = [t for t in self._waiting if t.link_id != link_id]
+        running = [t for t in self._running.values() if t.link_id == link_id]
+        return removed, running
+
+
+# -- the actor ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubmitTurn:
+    ticket: TurnTicket
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnEnded:
+    turn_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelTurns:
+    session_id: str
+    turn_id: str | None = None
+    reason: CancelReason = CancelReason.USER
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DropLinkTurns:
+    link_id: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class YieldSlot:
+    turn_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reclaim:
+    turn_id: str
+
+
+SchedulerMsg = SubmitTurn | TurnEnded | CancelTurns | DropLinkTurns | YieldSlot | Reclaim
+
+#: Starts a turn's task; the scheduler keeps it to cancel it. The task must end the turn itself.
+Launch = Callable[[TurnTicket], "asyncio.Task[None]"]
+#: Ends a turn that never ran (cancelled while queued, or its connection dropped).
+EndQueued = Callable[[TurnTicket, ErrorCode], Awaitable[None]]
+#: Tells a waiting turn its place in line (v2 ``chat.queued``).
+NotifyQueued = Callable[[TurnTicket, int], Awaitable[None]]
+
+
+class TurnScheduler(Actor[SchedulerMsg]):
+    mailbox_size = 1024
+    overflow = Overflow.WAIT
+
+    def __init__(
+        self,
+        *,
+        launch: Launch,
+        end_queued: EndQueued,
+        notify_queued: NotifyQueued,
+        limit: int = 4,
+        same_session: str = "queue",
+    ) -> None:
+        self.queue = TurnQueue(limit, same_session=same_session)
+        self._launch = launch
+        self._end_queued = end_queued
+        self._notify_queued = notify_queued
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self.cancel_reasons: dict[str, CancelReason] = {}
+
+    async def handle(self, msg: SchedulerMsg) -> Any:
+        if isinstance(msg, SubmitTurn):
+            decision = self.queue.submit(msg.ticket)
+            if isinstance(decision, Start):
+                self._start(decision.ticket)
+            return decision
+        if isinstance(msg, TurnEnded):
+            self._tasks.pop(msg.turn_id, None)
+            self.cancel_reasons.pop(msg.turn_id, None)
+            await self._started(self.queue.finish(msg.turn_id))
+        elif isinstance(msg, CancelTurns):
+            removed, running = self.queue.cancel(msg.session_id, msg.turn_id)
+            await self._cancel(removed, running, msg.reason)
+        elif isinstance(msg, DropLinkTurns):
+            removed, running = self.queue.drop_link(msg.link_id)
+            await self._cancel(removed, running, CancelReason.CONNECTION_LOST)
+        elif isinstance(msg, YieldSlot):
+            await self._started(self.queue.yield_slot(msg.turn_id))
+        elif isinstance(msg, Reclaim):
+            self.queue.reclaim(msg.turn_id)
+        return None
+
+    def _start(self, ticket: TurnTicket) -> None:
+        self._tasks[ticket.turn_id] = self._launch(ticket)
+
+    async def _started(self, tickets: list[TurnTicket]) -> None:
+        for ticket in tickets:
+            self._start(ticket)
+        if tickets:
+            await self._report_positions()
+
+    async def _report_positions(self) -> None:
+        for ticket in self.queue.waiting():
+            if ticket.protocol >= 2:
+                await self._notify_queued(ticket, self.queue.positions()[ticket.turn_id])
+
+    async def _cancel(
+        self, removed: list[TurnTicket], running: list[TurnTicket], reason: CancelReason
+    ) -> None:
+        code = ErrorCode.CANCELLED if reason is CancelReason.USER else ErrorCode.CONNECTION_LOST
+        for ticket in removed:
+            await self._end_queued(ticket, code)
+        for ticket in running:
+            task = self._tasks.get(ticket.turn_id)
+            if task is not None and not task.done():
+                self.cancel_reasons[ticket.turn_id] = reason
+                task.cancel()
+        if removed:
+            await self._report_positions()
+
+    async def on_stop(self) -> None:
+        self._cancel_all()
+
+    async def on_failure(self, exc: BaseException) -> None:
+        self._cancel_all()
+
+    def _cancel_all(self) -> None:
+        for turn_id, task in list(self._tasks.items()):
+            if not task.done():
+                self.cancel_reasons.setdefault(turn_id, CancelReason.SHUTDOWN)
+                task.cancel()

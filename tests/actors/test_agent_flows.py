@@ -1,0 +1,238 @@
+"""Chat turns end to end inside the daemon: v1 and v2 peers on the real link, the scripted model
+server over real HTTP through the real openai client (protocol.md sections 2-4, 3b, 6)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.daemon_harness import DaemonHarness
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "h"
+
+
+def turn_types(seen: list[dict[str, Any]]) -> list[str]:
+    return [m["type"] for m in seen]
+
+
+async def test_a_v1_turn_streams_deltas_and_ends_with_done_then_idle(home: Path) -> None:
+    async with DaemonHarness(home, [{"text": ["Hello", " there", "!"]}]) as h:
+        peer = await h.peer()
+        await peer.hello(1)
+        await peer.start("sp-1")
+        await peer.send({"type": "chat.send", "sessionId": "sp-1", "text": "hi"})
+        end, status, seen = await peer.turn_end("sp-1")
+        assert end["type"] == "chat.done"
+        assert end["text"] == "Hello there!"
+        assert status["event"] == "status.idle"
+        deltas = [m["text"] for m in seen if m["type"] == "chat.delta"]
+        assert "".join(deltas) == "Hello there!"
+        assert {"type": "event.activity", "sessionId": "sp-1", "event": "status.thinking"} in seen
+        # v2-only messages never reach a v1 panel.
+        assert not {"usage", "chat.queued", "control.release"} & set(turn_types(peer.log))
+        # The model got the user's words.
+        assert h.model.requests[0]["messages"][-1]["content"].endswith("hi")
+
+
+async def test_the_initial_push_says_which_model_and_that_the_provider_is_reachable(
+    home: Path,
+) -> None:
+    async with DaemonHarness(home, []) as h:
+        peer = await h.peer()
+        await peer.hello(1)
+        await peer.send({"type": "session.start", "sessionId": "sp-1", "capabilities": []})
+        ready, _ = await peer.until("session.ready")
+        assert ready["model"] == "scripted-model"
+        sdk, _ = await peer.until("sdk.ready")
+        assert sdk["ok"] is True
+        current, _ = await peer.until("models.current")
+        assert current["id"] == "scripted-model"
+
+
+async def test_a_host_side_tool_call_runs_and_its_result_goes_back_to_the_model(
+    home: Path,
+) -> None:
+    script = [
+        {"tool_calls": [{"name": "note_set", "arguments": {"key": "k", "value": "v1"}}]},
+        {"text": "Saved."},
+    ]
+    async with DaemonHarness(home, script) as h:
+        peer = await h.peer()
+        await peer.hello(2)
+        await peer.start("sp-1")
+        await peer.send({"type": "chat.send", "sessionId": "sp-1", "text": "remember k"})
+        end, _status, seen = await peer.turn_end("sp-1")
+        assert end["type"] == "chat.done", end
+        call = next(m for m in seen if m["type"] == "chat.tool_call")
+        result = next(m for m in seen if m["type"] == "chat.tool_result")
+        assert call["tool"] == "note_set"
+        assert result["callId"] == call["callId"]
+        assert result["ok"] is True and result["outcome"] == "ok"
+        second = h.model.requests[1]["messages"]
+        assert second[-1]["role"] == "tool"
+        assert second[-1]["tool_call_id"] == call["callId"]
+        assert "control.release" in turn_types(peer.log)
+
+
+async def test_cancel_mid_stream_ends_with_the_partial_text_within_a_second(home: Path) -> None:
+    script = [
+        {
+            "text": ["one ", "two ", "three ", "four"],
+            "fault": {"kind": "delay", "between_chunks_s": 5},
+        }
+    ]
+    async with DaemonHarness(home, script) as h:
+        peer = await h.peer()
+        await peer.hello(1)
+        await peer.start("sp-1")
+        await peer.send({"type": "chat.send", "sessionId": "sp-1", "text": "count"})
+        await peer.until("chat.delta", session_id="sp-1")
+        await peer.send({"type": "chat.cancel", "sessionId": "sp-1"})
+        end, status, _ = await peer.turn_end("sp-1", timeout=1.0)
+        assert end["type"] == "chat.done"
+        assert end["text"].startswith("one")
+        assert status["event"] == "status.idle"
+        async with asyncio.timeout(1.0):
+            await h.model.client_disconnected.wait()  # the model stream was closed
+
+
+async def test_a_second_send_on_a_busy_v1_session_is_refused_as_aborted(home: Path) -> None:
+    script = [{"text": ["slow ", "answer"], "fault": {"kind": "delay", "first_chunk_s": 1}}]
+    async with DaemonHarness(home, script) as h:
+        peer = await h.peer()
+        await peer.hello(1)
+        await peer.start("sp-1")
+        await peer.send({"type": "chat.send", "sessionId": "sp-1", "text": "a"})
+        await peer.send({"type": "chat.send", "sessionId": "sp-1", "text": "b"})
+        end, status, _ = await peer.turn_end("sp-1")
+        assert (end["type"], end.get("code"), status["event"]) == (
+            "chat.error",
+            "aborted",
+            "status.error",
+        )
+        end, status, _ = await peer.turn_end("sp-1")
+        assert end["type"] == "chat.done" and status["event"] == "status.idle"
+
+
+async def test_three_panels_with_one_slot_are_served_in_order_with_queue_positions(
+    home: Path,
+) -> None:
+    script = [
+        {"session": "[A]", "text": "answer A", "fault": {"kind": "delay", "first_chunk_s": 0.3}},
+        {"session": "[B]", "text": "answer B"},
+        {"session": "[C]", "text": "answer C"},
+    ]
+    async with DaemonHarness(home, script, config="turn_concurrency = 1\n") as h:
+        peer = await h.peer()
+        await peer.hello(2)
+        for sid in ("sp-a", "sp-b", "sp-c"):
+            await peer.start(sid)
+        for sid, tag in (("sp-a", "[A]"), ("sp-b", "[B]"), ("sp-c", "[C]")):
+            await peer.send({"type": "chat.send", "sessionId": sid, "text": f"{tag} go"})
+        done_order = []
+        async with asyncio.timeout(15):
+            while len(done_order) < 3:
+                msg = await peer.recv()
+                if msg["type"] == "chat.done":
+                    done_order.append(msg["sessionId"])
+        assert done_order == ["sp-a", "sp-b", "sp-c"]
+        queued = [(m["sessionId"], m["position"]) for m in peer.log if m["type"] == "chat.queued"]
+        assert ("sp-b", 1) in queued and ("sp-c", 2) in queued
+        assert ("sp-c", 1) in queued  # moved up when A finished
+
+
+async def test_a_model_that_refuses_the_key_ends_the_turn_with_auth(home: Path) -> None:
+    script = {"api_key": "sk-other", "steps": [{"text": "never"}]}
+    async with DaemonHarness(home, script) as h:
+        peer = await h.peer()
+        await peer.hello(1)
+        await peer.start("sp-1")
+        await peer.send({"type": "chat.send", "sessionId": "sp-1", "text": "hi"})
+        end, status, _ = await peer.turn_end("sp-1")
+        assert end["type"] == "chat.error"
+        assert end["code"] == "auth"
+        assert status["event"] == "status.error"
+        assert len(h.model.requests) == 1  # a 401 is never retried
+
+
+async def test_a_chat_send_for_an_unregistered_session_gets_an_error_and_status(
+    home: Path,
+) -> None:
+    async with DaemonHarness(home, []) as h:
+        peer = await h.peer()
+        await peer.hello(1)
+        await peer.send({"type": "chat.send", "sessionId": "sp-x", "text": "hi"})
+        end, status, _ = await peer.turn_end("sp-x")
+        assert (end["type"], end["code"], status["event"]) == (
+            "chat.error",
+            "internal",
+            "status.error",
+        )
+
+
+async def test_a_resent_turn_id_gets_the_stored_outcome_even_after_a_daemon_restart(
+    home: Path,
+) -> None:
+    async with DaemonHarness(home, [{"text": "only once"}]) as h:
+        peer = await h.peer()
+        await peer.hello(2)
+        await peer.start("sp-1")
+        send = {"type": "chat.send", "sessionId": "sp-1", "text": "hi", "turnId": "turn-1"}
+        await peer.send(send)
+        end, _, _ = await peer.turn_end("sp-1")
+        assert end["text"] == "only once"
+        await h.stop_daemon()
+        await h.start_daemon()
+        peer2 = await h.peer()
+        await peer2.hello(2)
+        await peer2.start("sp-1")
+        await peer2.send(send)
+        end, status, _ = await peer2.turn_end("sp-1")
+        assert (end["type"], end["text"], status["event"]) == (
+            "chat.done",
+            "only once",
+            "status.idle",
+        )
+        assert len(h.model.requests) == 1  # no second turn
+
+
+async def test_chat_list_and_history_show_the_finished_turn(home: Path) -> None:
+    async with DaemonHarness(home, [{"text": "An answer."}]) as h:
+        peer = await h.peer()
+        await peer.hello(1)
+        await peer.start("sp-1")
+        await peer.send({"type": "chat.send", "sessionId": "sp-1", "text": "A question"})
+        await peer.turn_end("sp-1")
+        await peer.send({"type": "chat.list"})
+        listing, _ = await peer.until("chat.list.result")
+        assert [c["id"] for c in listing["chats"]] == ["sp-1"]
+        await peer.send({"type": "chat.history", "id": "sp-1"})
+        history, _ = await peer.until("chat.history.result")
+        rows = [(r["role"], r.get("text")) for r in history["messages"]]
+        assert rows == [("user", "A question"), ("assistant", "An answer.")]
+
+
+async def test_a_turn_cut_by_a_link_drop_gets_its_definite_end_when_the_session_returns(
+    home: Path,
+) -> None:
+    script = [{"text": ["x"], "fault": {"kind": "hang", "after_chunks": 2}}]
+    async with DaemonHarness(home, script) as h:
+        peer = await h.peer()
+        await peer.hello(1)
+        await peer.start("sp-1")
+        await peer.send({"type": "chat.send", "sessionId": "sp-1", "text": "hang"})
+        await peer.until("chat.delta", session_id="sp-1")
+        await peer.close()  # the link drops mid-turn: the turn ends with CONNECTION_LOST
+        async with asyncio.timeout(5):
+            await h.model.client_disconnected.wait()
+        peer2 = await h.peer()
+        await peer2.hello(1)
+        await peer2.send({"type": "session.start", "sessionId": "sp-1", "capabilities": []})
+        end, status, _ = await peer2.turn_end("sp-1")
+        assert (end["type"], status["event"]) == ("chat.error", "status.error")

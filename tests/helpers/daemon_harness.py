@@ -1,0 +1,174 @@
+"""The daemon in the test's own event loop, reached over its real link, with a scripted model.
+
+``DaemonHarness`` starts :class:`nativehost.server.DaemonServer` on a temporary ``BROWY_HOME``
+(Unix socket) and the :class:`nativehost.model_server.ScriptedModelServer` over real HTTP; a
+``LinkPeer`` plays the relay (v1 or v2 extension traffic inside link envelopes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from actors.link_stream import LinkStream
+from messages.link import LinkControl, LinkData
+from nativehost.config import load_config
+from nativehost.link import open_link
+from nativehost.model_server import ScriptedModelServer
+from nativehost.server import DaemonServer
+
+ORIGIN = "chrome-extension://kmfpcmoidebagkbcjhngabjpcgedcmna/"
+
+
+class LinkPeer:
+    def __init__(self, stream: LinkStream) -> None:
+        self.stream = stream
+        self.inbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self.log: list[dict[str, Any]] = []
+        self._reader = asyncio.ensure_future(self._read())
+
+    async def _read(self) -> None:
+        try:
+            while True:
+                env = await self.stream.recv()
+                if env is None:
+                    break
+                if isinstance(env, LinkData):
+                    msg = orjson.loads(env.payload)
+                    self.log.append(msg)
+                    await self.inbox.put(msg)
+        finally:
+            await self.inbox.put(None)
+
+    async def send(self, msg: dict[str, Any]) -> None:
+        self.stream.send(LinkData(orjson.dumps(msg)))
+        await self.stream.drain()
+
+    async def control(self, op: str, **args: Any) -> None:
+        self.stream.send(LinkControl(op=op, args=args))
+        await self.stream.drain()
+
+    async def recv(self, timeout: float = 10.0) -> dict[str, Any]:
+        async with asyncio.timeout(timeout):
+            msg = await self.inbox.get()
+        if msg is None:
+            raise EOFError("the daemon closed the link")
+        return msg
+
+    async def until(
+        self, kind: str, *, session_id: str | None = None, timeout: float = 10.0, **fields: Any
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Frames up to and including the first of type *kind* (matching session and fields)."""
+        seen: list[dict[str, Any]] = []
+        async with asyncio.timeout(timeout):
+            while True:
+                msg = await self.recv(timeout=timeout)
+                if (
+                    msg.get("type") == kind
+                    and (session_id is None or msg.get("sessionId") == session_id)
+                    and all(msg.get(k) == v for k, v in fields.items())
+                ):
+                    return msg, seen
+                seen.append(msg)
+
+    async def turn_end(
+        self, session_id: str, timeout: float = 15.0
+    ) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+        """(chat.done|chat.error, the status event after it, everything of the session before)."""
+        seen: list[dict[str, Any]] = []
+        async with asyncio.timeout(timeout):
+            while True:
+                msg = await self.recv(timeout=timeout)
+                if msg.get("sessionId") != session_id:
+                    continue
+                if msg.get("type") in ("chat.done", "chat.error"):
+                    end = msg
+                    while True:
+                        status = await self.recv(timeout=timeout)
+                        if (
+                            status.get("type") == "event.activity"
+                            and status.get("sessionId") == session_id
+                        ):
+                            return end, status, seen
+                        seen.append(status)
+                seen.append(msg)
+
+    async def hello(self, protocol: int = 1, install_id: str = "install-1") -> dict[str, Any]:
+        msg: dict[str, Any] = {"type": "hello", "client": "extension", "protocol": protocol}
+        if protocol >= 2:
+            msg.update(installId=install_id, extensionVersion="0.1.0", capabilities=[])
+        await self.send(msg)
+        return (await self.until("hello.ack"))[0]
+
+    async def start(self, session_id: str, *, tabs: bool = False, **extra: Any) -> None:
+        caps = ["cdp.activeTab"] if tabs else []
+        await self.send(
+            {"type": "session.start", "sessionId": session_id, "capabilities": caps, **extra}
+        )
+        await self.until("models.list")
+
+    async def close(self) -> None:
+        self.stream.close()
+        await self.stream.wait_closed()
+        self._reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._reader
+
+
+class DaemonHarness:
+    def __init__(self, home: Path, script: Any, *, config: str = "") -> None:
+        self.home = home
+        self.script = script
+        self.extra_config = config
+        self.model = ScriptedModelServer(script)
+        self.server: DaemonServer | None = None
+        self._task: asyncio.Task[int] | None = None
+        self.peers: list[LinkPeer] = []
+
+    async def __aenter__(self) -> DaemonHarness:
+        base_url = await self.model.start()
+        self.home.mkdir(parents=True, exist_ok=True)
+        (self.home / "config.toml").write_text(
+            "[model]\n"
+            f'base_url = "{base_url}"\n'
+            'model = "scripted-model"\n'
+            'api_key = "sk-test-key"\n'
+            "[daemon]\nidle_exit_seconds = 0\n" + self.extra_config
+        )
+        await self.start_daemon()
+        return self
+
+    async def start_daemon(self) -> None:
+        config = load_config(self.home, env={})
+        self.server = DaemonServer(self.home, config, version="test")
+        self._task = asyncio.ensure_future(self.server.serve())
+        async with asyncio.timeout(10):
+            while True:
+                try:
+                    stream, _ = await open_link(self.home, role="cli")
+                    stream.close()
+                    break
+                except (OSError, ConnectionError):
+                    await asyncio.sleep(0.01)
+
+    async def stop_daemon(self) -> None:
+        if self.server is not None and self._task is not None:
+            self.server._stop.set()
+            async with asyncio.timeout(10):
+                await self._task
+
+    async def peer(self) -> LinkPeer:
+        stream, _ = await open_link(self.home, role="relay", origin=ORIGIN)
+        peer = LinkPeer(stream)
+        self.peers.append(peer)
+        return peer
+
+    async def __aexit__(self, *exc: object) -> None:
+        for peer in self.peers:
+            await peer.close()
+        await self.stop_daemon()
+        await self.model.stop()
