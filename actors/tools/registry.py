@@ -1,0 +1,459 @@
+"""The ToolWorker core: tool definitions, the policy that gates them, and running one call.
+
+A tool is a :class:`ToolDef`: a name, a description, a pydantic model of its arguments, whether it
+changes the page, whether it is host code, and ``run(args, ctx) -> ToolOutput``. A
+:class:`Registry` holds them, offers their OpenAI schemas to the model and runs calls.
+
+Policy rules (protocol.md section 3b "Tool toggles" and "Approvals"; architecture.md section 7):
+
+1. A tool named in ``ToolPolicy.disabled`` (the session's ``disabledTools``, plus the host's own
+   config) is neither offered to the model nor runnable: a call gets ``TOOL_DISABLED``.
+2. Host tools (``write_file bash grep glob web_fetch``) are offered and runnable only when named
+   in ``ToolPolicy.enabled_host_tools``. ``read_file`` is always the sandboxed data tool.
+3. Host code (``run_script``, ``bash``) additionally needs ``allow_host_code`` in the host's own
+   config: a v1 toggle alone never turns it on.
+4. Approvals: when ``approval_mode`` is ``"always"``, or ``"page-changing"`` and the tool changes
+   the page, the registry awaits ``ctx.approve`` before running it. A denial (or no way to ask)
+   gives ``APPROVAL_DENIED`` and the tool does not run. ``"never"`` runs without asking.
+5. Arguments are validated against the tool's model in lax mode, so v1 strings for numbers and
+   booleans (``"3"``, ``"true"``) are accepted; unknown fields are refused. A bad call gets an
+   error outcome whose content names each wrong field, so the model can fix it.
+6. No replay (protocol.md section 5): a page-changing call is recorded in the ledger as *sent*
+   before it runs and *done* after; if it is interrupted (its error says ``outcome="unknown"``, or
+   the task is cancelled) it is reported ``unknown`` and never run again for the same call id.
+   Reads (``page_changing=False``) are retried once on ``REQUEST_TIMEOUT``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from actors.cdp_proxy import outcome_of
+from actors.tools.cdp import CdpError, CdpSession
+from actors.tools.ledger import CallLedger
+from messages.errors import BrowyError, ErrorCode
+
+__all__ = [
+    "HOST_CODE_TOOLS",
+    "HOST_TOOLS",
+    "ApprovalMode",
+    "ApprovalRequestInfo",
+    "ContentPart",
+    "EventSource",
+    "Registry",
+    "TabOps",
+    "TabSession",
+    "ToolArgs",
+    "ToolContext",
+    "ToolDef",
+    "ToolError",
+    "ToolOutcome",
+    "ToolOutput",
+    "ToolPolicy",
+    "clean_schema",
+]
+
+log = logging.getLogger(__name__)
+
+ApprovalMode = Literal["never", "page-changing", "always"]
+ContentPart = dict[str, Any]
+
+#: Tools that only ``enabledHostTools`` turns on (protocol.md 3b).
+HOST_TOOLS = frozenset({"write_file", "bash", "grep", "glob", "web_fetch"})
+#: Tools that run code on the host: also need the host's own ``allow_host_code``.
+HOST_CODE_TOOLS = frozenset({"run_script", "bash"})
+
+
+class ToolArgs(BaseModel):
+    """Base of tool argument models: unknown fields are refused, so a typo is reported."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ToolError(BrowyError):
+    """A tool failed in a way the model should read: ``message`` is shown to it as is."""
+
+    @property
+    def wire_message(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolOutput:
+    """What a tool returns: ``content`` for the model (text, or text/image parts), ``summary``
+    (short, human-readable, for the panel) and optional structured ``data``."""
+
+    content: str | list[ContentPart]
+    summary: str
+    data: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolOutcome:
+    """The end of one tool call, ready for ``chat.tool_result`` and the model."""
+
+    outcome: Literal["ok", "error", "unknown"]
+    content_for_model: str | list[ContentPart]
+    summary: str
+    error_code: ErrorCode | None = None
+    duration_ms: int = 0
+    data: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ok"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolPolicy:
+    """Which tools a session may use and when to ask (see the module docstring for the rules)."""
+
+    disabled: frozenset[str] = frozenset()
+    enabled_host_tools: frozenset[str] = frozenset()
+    allow_host_code: bool = False  # the host's own config, never a v1 toggle
+    approval_mode: ApprovalMode = "never"
+    allow_file_urls: bool = False  # protocol.md section 5, "URLs"
+
+    def blocked(self, tool: ToolDef) -> str | None:
+        """Why ``tool`` may not run, or None when it may."""
+        if tool.name in self.disabled:
+            return f"the tool {tool.name} is disabled"
+        if tool.name in HOST_TOOLS and tool.name not in self.enabled_host_tools:
+            return f"the host tool {tool.name} is not enabled"
+        if tool.host_code and not self.allow_host_code:
+            return f"{tool.name} runs code on the host, which the host's config does not allow"
+        return None
+
+    def needs_approval(self, tool: ToolDef) -> bool:
+        return self.approval_mode == "always" or (
+            self.approval_mode == "page-changing" and (tool.page_changing or tool.host_code)
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRequestInfo:
+    """What ``ctx.approve`` is asked about."""
+
+    tool: str
+    args: dict[str, Any]
+    summary: str
+
+
+@runtime_checkable
+class EventSource(Protocol):
+    """CDP events of one tab: ``subscribe(callback(method, params)) -> unsubscribe``."""
+
+    def subscribe(self, callback: Callable[[str, dict[str, Any]], None]) -> Callable[[], None]: ...
+
+
+class TabSession(CdpSession, EventSource, Protocol):
+    """A ``CdpSession`` bound to one tab that also delivers that tab's events."""
+
+    tab_id: int | None
+
+
+class TabOps(Protocol):
+    """``tab.*`` operations (e.g. :class:`actors.cdp_proxy.ProxyTabs`). TabInfo dicts are
+    ``{tabId, url, title, active, windowId?}`` (protocol.md section 2)."""
+
+    async def new(self, url: str | None, *, active: bool = True) -> dict[str, Any]: ...
+    async def list(self) -> list[dict[str, Any]]: ...
+    async def active(self) -> dict[str, Any] | None: ...
+    async def activate(self, tab_id: int) -> dict[str, Any]: ...
+    async def close(self, tab_id: int) -> None: ...
+    def session(self, tab_id: int) -> TabSession: ...
+
+
+@dataclass(kw_only=True)
+class ToolContext:
+    """What a tool runs with. ``cdp`` is the pinned tab (a tool may re-pin it, e.g.
+    ``switch_tab``); ``state`` is per-connection scratch space kept by the caller (event ring
+    buffers, enabled domains); ``files`` is the sandbox (:class:`actors.tools.files.FileSandbox`).
+    """
+
+    session_id: str = ""
+    policy: ToolPolicy = field(default_factory=ToolPolicy)
+    cdp: TabSession | None = None
+    tabs: TabOps | None = None
+    files: Any = None
+    approve: Callable[[ApprovalRequestInfo], Awaitable[bool]] | None = None
+    ledger: CallLedger = field(default_factory=CallLedger)
+    state: dict[str, Any] = field(default_factory=dict)
+    timeout: float = 10.0  # default deadline of one browser command
+
+    def page(self) -> TabSession:
+        """The pinned tab, or a ToolError when there is none."""
+        if self.cdp is None:
+            raise ToolError("no tab is attached to this session", code=ErrorCode.NO_CAPABILITY)
+        return self.cdp
+
+
+RunFn = Callable[[Any, ToolContext], Awaitable[ToolOutput]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolDef:
+    """One tool. ``run(args, ctx)`` gets ``args`` as an instance of ``params``."""
+
+    name: str
+    description: str
+    params: type[BaseModel]
+    run: RunFn
+    page_changing: bool
+    host_code: bool = False
+    #: May a failed attempt be retried once on REQUEST_TIMEOUT? Default: reads only.
+    retry_on_timeout: bool | None = None
+
+    @property
+    def retryable(self) -> bool:
+        if self.retry_on_timeout is not None:
+            return self.retry_on_timeout and not self.page_changing
+        return not self.page_changing and not self.host_code
+
+
+def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A pydantic JSON schema made compact for the model: no ``title`` keys, defs inlined where
+    simple, ``additionalProperties: false`` kept."""
+
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.rsplit("/", 1)[-1] in defs:
+            extra = {k: v for k, v in node.items() if k != "$ref"}
+            return walk({**defs[ref.rsplit("/", 1)[-1]], **extra})
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in {"title", "$defs"}:
+                continue
+            if key == "properties" and isinstance(value, dict):
+                # A mapping of field names: a field called "title" must stay.
+                out[key] = {name: walk(sub) for name, sub in value.items()}
+            else:
+                out[key] = walk(value)
+        return out
+
+    out: dict[str, Any] = walk(schema)
+    out.setdefault("properties", {})
+    out["type"] = "object"
+    return out
+
+
+def _format_validation(name: str, exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+        problems.append(f"{where}: {msg}")
+    return f"invalid arguments for {name}: " + "; ".join(problems)
+
+
+def _short(args: dict[str, Any], limit: int = 120) -> str:
+    text = json.dumps(args, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class Registry:
+    """Tools by name. Not tied to a connection: the context carries the connection's parts."""
+
+    def __init__(self, tools: Iterable[ToolDef] = ()) -> None:
+        self._tools: dict[str, ToolDef] = {}
+        for tool in tools:
+            self.add(tool)
+
+    def add(self, tool: ToolDef) -> ToolDef:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} registered twice")
+        self._tools[tool.name] = tool
+        return tool
+
+    def register(
+        self,
+        name: str,
+        description: str,
+        params: type[BaseModel],
+        *,
+        page_changing: bool,
+        host_code: bool = False,
+        retry_on_timeout: bool | None = None,
+    ) -> Callable[[RunFn], RunFn]:
+        """Decorator form: ``@registry.register("navigate", "...", NavigateArgs,
+        page_changing=True)`` over ``async def run(args, ctx) -> ToolOutput``."""
+
+        def deco(fn: RunFn) -> RunFn:
+            self.add(
+                ToolDef(
+                    name=name,
+                    description=description,
+                    params=params,
+                    run=fn,
+                    page_changing=page_changing,
+                    host_code=host_code,
+                    retry_on_timeout=retry_on_timeout,
+                )
+            )
+            return fn
+
+        return deco
+
+    def get(self, name: str) -> ToolDef | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def definitions(self, policy: ToolPolicy) -> list[dict[str, Any]]:
+        """OpenAI ``tools`` entries for the tools ``policy`` allows (rules 1-3)."""
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": clean_schema(tool.params.model_json_schema()),
+                },
+            }
+            for tool in self._tools.values()
+            if policy.blocked(tool) is None
+        ]
+
+    async def run(
+        self,
+        name: str,
+        raw_args: str | dict[str, Any] | None,
+        ctx: ToolContext,
+        *,
+        call_id: str | None = None,
+    ) -> ToolOutcome:
+        """Run one tool call and return its outcome; never raises except on cancellation.
+
+        ``call_id`` (the model's tool call id) keys the ledger: a page-changing call id that was
+        already sent is not run again (rule 6). Cancellation of the calling task propagates after
+        the ledger records an interrupted page-changing call as unknown.
+        """
+        start = time.monotonic()
+
+        def fail(
+            code: ErrorCode,
+            text: str,
+            outcome: Literal["error", "unknown"] = "error",
+            summary: str | None = None,
+        ) -> ToolOutcome:
+            return ToolOutcome(
+                outcome=outcome,
+                content_for_model=f"error {code.value}: {text}",
+                summary=summary or text[:200],
+                error_code=code,
+                duration_ms=int((time.monotonic() - start) * 1000),
+            )
+
+        tool = self._tools.get(name)
+        if tool is None:
+            known = ", ".join(self.names())
+            return fail(ErrorCode.INTERNAL, f"unknown tool {name!r}; available tools: {known}")
+        reason = ctx.policy.blocked(tool)
+        if reason is not None:
+            return fail(ErrorCode.TOOL_DISABLED, reason)
+
+        # Arguments: a JSON string (the model's), a dict, or nothing.
+        if raw_args is None or (isinstance(raw_args, str) and not raw_args.strip()):
+            data: Any = {}
+        elif isinstance(raw_args, str):
+            try:
+                data = json.loads(raw_args)
+            except ValueError as exc:
+                return fail(ErrorCode.INVALID_MESSAGE, f"arguments are not valid JSON ({exc})")
+        else:
+            data = raw_args
+        if not isinstance(data, dict):
+            return fail(ErrorCode.INVALID_MESSAGE, "arguments must be a JSON object")
+        try:
+            args = tool.params.model_validate(data)
+        except ValidationError as exc:
+            return fail(ErrorCode.INVALID_MESSAGE, _format_validation(name, exc))
+
+        if ctx.policy.needs_approval(tool):
+            info = ApprovalRequestInfo(tool=name, args=data, summary=f"{name} {_short(data)}")
+            allowed = ctx.approve is not None and await ctx.approve(info)
+            if not allowed:
+                return fail(ErrorCode.APPROVAL_DENIED, f"the user did not allow {name}")
+
+        changing = tool.page_changing or tool.host_code
+        if changing and call_id is not None:
+            seen = ctx.ledger.get(call_id)
+            if seen is not None:
+                # protocol.md section 5, "No replay": report what we know, never send again.
+                outcome: Literal["error", "unknown"] = (
+                    "error" if seen.state == "error" else ("unknown")
+                )
+                return fail(
+                    ErrorCode.INTERNAL,
+                    f"{name} call {call_id} was already sent; it is not repeated",
+                    outcome=outcome,
+                )
+        key = call_id or f"anon-{id(args)}-{start}"
+        if changing:
+            ctx.ledger.sent(key, name)
+        try:
+            output = await self._attempt(tool, args, ctx)
+        except asyncio.CancelledError:
+            if changing:
+                ctx.ledger.interrupted(key)
+            raise
+        except BrowyError as exc:
+            unknown = changing and (
+                outcome_of(exc) == "unknown"
+                or exc.code in {ErrorCode.REQUEST_TIMEOUT, ErrorCode.CONNECTION_LOST}
+            )
+            if changing:
+                if unknown:
+                    ctx.ledger.interrupted(key)
+                else:
+                    ctx.ledger.done(key, "error")
+            text = exc.message if isinstance(exc, ToolError | CdpError) else exc.wire_message
+            if unknown:
+                text += " (the action was sent; whether it took effect is unknown; not repeated)"
+            return fail(
+                exc.code,
+                text,
+                "unknown" if unknown else "error",
+                summary=exc.wire_message if not unknown else "outcome unknown",
+            )
+        except Exception:
+            log.exception("tool %s failed", name)
+            if changing:
+                ctx.ledger.interrupted(key)
+            return fail(
+                ErrorCode.INTERNAL, f"internal error in {name}", "unknown" if changing else "error"
+            )
+        if changing:
+            ctx.ledger.done(key, "ok")
+        return ToolOutcome(
+            outcome="ok",
+            content_for_model=output.content,
+            summary=output.summary,
+            duration_ms=int((time.monotonic() - start) * 1000),
+            data=output.data,
+        )
+
+    async def _attempt(self, tool: ToolDef, args: BaseModel, ctx: ToolContext) -> ToolOutput:
+        try:
+            return await tool.run(args, ctx)
+        except BrowyError as exc:
+            # Rule 6: reads may be retried once when no answer came at all.
+            if tool.retryable and exc.code is ErrorCode.REQUEST_TIMEOUT:
+                log.info("retrying read tool %s after REQUEST_TIMEOUT", tool.name)
+                return await tool.run(args, ctx)
+            raise
