@@ -19,7 +19,6 @@ instructions (architecture.md section 5).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +28,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from actors.cdp_proxy import CdpProxy, ProxyTabs, TabCdpSession
+from actors.tools.browser import default_registry
+from actors.tools.files import FileSandbox
 from actors.tools.page import PageTools, Snapshot
 from actors.tools.registry import (
     Registry,
@@ -272,14 +273,9 @@ class ToolResultView:
 
 
 def build_registry() -> Registry:
-    registry = Registry()
+    """Every tool: the page snapshot and index tools, the browser tools, files and notes."""
+    registry = default_registry()
     register_page_tools(registry)
-    for module in ("actors.tools.browser", "actors.tools.files"):
-        with contextlib.suppress(ImportError):
-            mod = __import__(module, fromlist=["register"])
-            register = getattr(mod, "register", None)
-            if callable(register):
-                register(registry)
     return registry
 
 
@@ -288,6 +284,7 @@ class ToolRunner:
         self.home = home
         self.allow_host_code = allow_host_code
         self.registry = registry or build_registry()
+        self._sandbox = FileSandbox(home)
         self._states: dict[str, dict[str, Any]] = {}
 
     def _policy(self, disabled: frozenset[str], enabled_host: frozenset[str]) -> ToolPolicy:
@@ -361,12 +358,8 @@ class ToolRunner:
             duration_ms=outcome.duration_ms,
         )
 
-    def _files(self) -> Any:
-        try:
-            from actors.tools.files import FileSandbox
-        except ImportError:
-            return None
-        return FileSandbox(self.home / "data")
+    def _files(self) -> FileSandbox:
+        return self._sandbox
 
 
 _HOST_SIDE_TOOLS = frozenset(

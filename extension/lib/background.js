@@ -33,7 +33,7 @@ import { SessionRegistry } from './sessions.js';
 /** @param {BackgroundOptions} [opts] */
 export function createBackground(opts = {}) {
   const chromeApi = opts.chromeApi ?? /** @type {any} */ (globalThis).chrome;
-  const receivedLimit = opts.receivedLimit ?? 50;
+  const receivedLimit = opts.receivedLimit ?? 500;
   /** @type {WeakMap<object, Promise<void>>} */
   const chains = new WeakMap();
   /** @type {Msg[]} the last host messages, for the test hook */
