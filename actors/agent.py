@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from actors.browser_tools import ToolResultView, ToolRunner, TurnBrowser
+from actors.browser_tools import AskUserArgs, ToolResultView, ToolRunner, TurnBrowser
 from actors.model_gateway import ModelError, ModelGateway, ModelSettings
+from actors.prompts import PromptBroker
 from actors.runtime import ActorRef, spawn
 from actors.session_router import (
     DropLink,
@@ -41,22 +42,27 @@ from actors.session_router import (
     Unregister,
 )
 from actors.store import ChatStore, TurnOutcome
-from actors.turn import TurnRequest, run_turn
+from actors.tools.registry import ApprovalMode, ApprovalRequestInfo
+from actors.turn import TurnRequest, run_turn, trim_args
 from actors.turn_scheduler import (
     CancelReason,
     CancelTurns,
     DropLinkTurns,
     Queued,
+    Reclaim,
     Refused,
     SchedulerMsg,
     SubmitTurn,
     TurnEnded,
     TurnScheduler,
     TurnTicket,
+    YieldSlot,
 )
 from messages.errors import ErrorCode, v1_chat_error_code
-from messages.wire_inbound import ChatSend, SessionStart
+from messages.wire_inbound import ApprovalResponse, ChatSend, SessionStart, UserAnswer
 from messages.wire_outbound import (
+    ApprovalRequest,
+    AskOption,
     AuthStatus,
     ChatDone,
     ChatError,
@@ -70,6 +76,7 @@ from messages.wire_outbound import (
     OutboundModel,
     SdkReady,
     SessionReady,
+    UserAsk,
 )
 
 if TYPE_CHECKING:
@@ -88,6 +95,9 @@ class AgentSettings:
     same_session: str = "queue"
     max_iterations: int = 25
     allow_host_code: bool = False
+    approval_mode: str = "page-changing"
+    v1_approval_mode: str = "never"
+    approval_timeout_s: float = 300.0
     version: str = "0.1.0"
 
 
@@ -112,7 +122,13 @@ class AgentHub:
         )
         self._ended_by_relay: set[str] = set()
         self._undelivered: dict[str, list[OutboundModel]] = {}
-        self.tools = ToolRunner(home=settings.home, allow_host_code=settings.allow_host_code)
+        self.tools = ToolRunner(
+            home=settings.home,
+            allow_host_code=settings.allow_host_code,
+            approval_mode=_mode(settings.approval_mode),
+            v1_approval_mode=_mode(settings.v1_approval_mode),
+        )
+        self.prompts = PromptBroker(settings.home / "data" / "approvals.json")
         self._tab_locks: dict[tuple[int, int], asyncio.Lock] = {}
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -467,7 +483,10 @@ class AgentHub:
         entry = self.table.lookup(session_id)
         disabled = entry.disabled_tools if entry else frozenset()
         host = entry.enabled_host_tools if entry else frozenset()
-        return self.tools.definitions(browser=browser, disabled=disabled, enabled_host=host)
+        protocol = entry.link.protocol if entry else 1
+        return self.tools.definitions(
+            browser=browser, disabled=disabled, enabled_host=host, protocol=protocol
+        )
 
     def is_page_changing(self, name: str) -> bool:
         return self.tools.is_page_changing(name)
@@ -479,15 +498,114 @@ class AgentHub:
         return self._tab_locks.setdefault((link_id, tab_id), asyncio.Lock())
 
     async def run_tool(
-        self, ticket: TurnTicket, browser: TurnBrowser | None, name: str, args: dict[str, Any]
+        self,
+        ticket: TurnTicket,
+        browser: TurnBrowser | None,
+        name: str,
+        args: dict[str, Any],
+        call_id: str | None = None,
     ) -> ToolResultView:
         entry = self.table.lookup(ticket.session_id)
         disabled = entry.disabled_tools if entry else frozenset()
         host = entry.enabled_host_tools if entry else frozenset()
         lock: Callable[[int], asyncio.Lock] = lambda tab: self.tab_lock(ticket.link_id, tab)  # noqa: E731
+
+        async def approve(info: ApprovalRequestInfo) -> bool:
+            return await self._approve(ticket, browser, info)
+
+        async def ask(args: AskUserArgs) -> tuple[Any, bool]:
+            return await self._ask(ticket, args)
+
         return await self.tools.run(
-            name, args, browser=browser, disabled=disabled, enabled_host=host, tab_lock=lock
+            name,
+            args,
+            browser=browser,
+            disabled=disabled,
+            enabled_host=host,
+            tab_lock=lock,
+            session_id=ticket.session_id,
+            protocol=ticket.protocol,
+            call_id=call_id,
+            approve=approve,
+            ask_user=ask if ticket.protocol >= 2 else None,
         )
+
+    # -- asking the user (v2) ---------------------------------------------------------------------
+
+    async def _while_waiting_for_user(self, ticket: TurnTicket, fut: asyncio.Future[Any]) -> Any:
+        """Wait for the user's answer with the turn's scheduling slot given up (section 2)."""
+        assert self._scheduler is not None
+        await self._scheduler.tell(YieldSlot(turn_id=ticket.turn_id))
+        try:
+            async with asyncio.timeout(self.settings.approval_timeout_s):
+                return await fut
+        finally:
+            await self._scheduler.tell(Reclaim(turn_id=ticket.turn_id))
+
+    async def _approve(
+        self, ticket: TurnTicket, browser: TurnBrowser | None, info: ApprovalRequestInfo
+    ) -> bool:
+        entry = self.table.lookup(ticket.session_id)
+        if entry is None:
+            return False
+        if ticket.protocol < 2:
+            # A v1 panel cannot answer: the host's v1 approval mode alone decides (section 3b),
+            # and a mode that asks therefore refuses.
+            return False
+        origin = await browser.origin() if browser is not None else ""
+        if self.prompts.allowed(entry.scope, ticket.session_id, info.tool, origin):
+            return True
+        approval_id, fut = self.prompts.open_approval(ticket.session_id)
+        risk = "high" if self.tools.is_host_code(info.tool) else "page-changing"
+        try:
+            await self.emit(
+                ticket.session_id,
+                ApprovalRequest(
+                    session_id=ticket.session_id,
+                    approval_id=approval_id,
+                    tool=info.tool,
+                    args=trim_args(info.args),
+                    summary=info.summary[:500],
+                    risk=risk,
+                    origin=origin,
+                ),
+            )
+            decision = await self._while_waiting_for_user(ticket, fut)
+        except TimeoutError:
+            return False
+        finally:
+            self.prompts.close(approval_id)
+        self.prompts.remember(entry.scope, ticket.session_id, info.tool, origin, decision)
+        return bool(decision != "deny")
+
+    async def _ask(self, ticket: TurnTicket, args: AskUserArgs) -> tuple[Any, bool]:
+        ask_id, fut = self.prompts.open_ask(ticket.session_id)
+        try:
+            await self.emit(
+                ticket.session_id,
+                UserAsk(
+                    session_id=ticket.session_id,
+                    ask_id=ask_id,
+                    kind=args.kind,
+                    prompt=args.prompt,
+                    options=[AskOption(label=o.label, value=o.value) for o in args.options]
+                    if args.options
+                    else None,
+                    default_value=args.default_value,
+                ),
+            )
+            result: tuple[Any, bool] = await self._while_waiting_for_user(ticket, fut)
+            return result
+        except TimeoutError:
+            return None, True
+        finally:
+            self.prompts.close(ask_id)
+
+    def approval_response(self, conn: Connection, msg: ApprovalResponse) -> None:
+        self.prompts.answer(msg.approval_id, msg.session_id, msg.decision)
+
+    def user_answer(self, conn: Connection, msg: UserAnswer) -> None:
+        self.prompts.answer(msg.ask_id, msg.session_id, (msg.value, bool(msg.cancelled)))
 
 
 _NO_MODEL = (
@@ -495,6 +613,14 @@ _NO_MODEL = (
     "BROWY_HOME/config.toml ([model] model, base_url, api_key) — the daemon inherits the "
     "browser's environment, not your shell's — or try `browy demo`."
 )
+
+
+def _mode(value: str) -> ApprovalMode:
+    if value == "always":
+        return "always"
+    if value == "page-changing":
+        return "page-changing"
+    return "never"
 
 
 def _for_protocol(msg: OutboundModel, protocol: int) -> OutboundModel:

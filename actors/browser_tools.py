@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -30,8 +30,11 @@ from pydantic import Field
 from actors.cdp_proxy import CdpProxy, ProxyTabs, TabCdpSession
 from actors.tools.browser import default_registry
 from actors.tools.files import FileSandbox
+from actors.tools.ledger import CallLedger
 from actors.tools.page import PageTools, Snapshot
 from actors.tools.registry import (
+    ApprovalMode,
+    ApprovalRequestInfo,
     Registry,
     ToolArgs,
     ToolContext,
@@ -42,6 +45,7 @@ from actors.tools.registry import (
 from messages.errors import BrowyError, ErrorCode
 
 __all__ = [
+    "AskUserArgs",
     "ToolResultView",
     "ToolRunner",
     "TurnBrowser",
@@ -135,6 +139,17 @@ class TurnBrowser:
         assert self.tab_id is not None
         self.tokens[self.tab_id] = snap.doc_token
         return snap
+
+    async def origin(self) -> str:
+        """The pinned tab's origin (for approvals and per-site permissions); "" if unknown."""
+        try:
+            result = await self.session().send(
+                "Runtime.evaluate", {"expression": "location.origin", "returnByValue": True}
+            )
+        except BrowyError:
+            return ""
+        value = result.get("result", {}).get("value")
+        return value if isinstance(value, str) and value != "null" else ""
 
     async def context_block(self) -> str:
         """The browser context sent with the user's words: the tab and a fresh snapshot."""
@@ -251,6 +266,85 @@ def register_page_tools(registry: Registry) -> None:
     )  # fmt: skip
 
 
+# -- talking to the user, and skills -------------------------------------------------------------
+
+
+class AskOptionArgs(ToolArgs):
+    label: str
+    value: str
+
+
+class AskUserArgs(ToolArgs):
+    kind: Literal["input", "confirm", "choose"] = Field(
+        "input", description="input: free text; confirm: yes/no; choose: one of the options"
+    )
+    prompt: str = Field(..., description="the question, in plain words")
+    options: list[AskOptionArgs] | None = Field(None, description="for kind=choose")
+    default_value: str | None = None
+
+
+class SkillArgs(ToolArgs):
+    name: str | None = Field(None, description="the skill to load; omit to list the skills")
+
+
+#: Asks the user through the panel; returns (value, cancelled). Set per call by the runner.
+AskFn = Callable[[AskUserArgs], Awaitable[tuple[Any, bool]]]
+
+V2_ONLY_TOOLS = frozenset({"ask_user"})
+
+
+def register_user_tools(registry: Registry, skills_dirs: Callable[[], list[Path]]) -> None:
+    """``ask_user`` (v2: ``user.ask`` / ``user.answer``) and ``get_skill``."""
+
+    @registry.register(
+        "ask_user",
+        "Ask the user a question in the panel and wait for the answer (free text, yes/no, or a "
+        "choice among options). Use it when the task is ambiguous or needs their decision.",
+        AskUserArgs,
+        page_changing=False,
+    )
+    async def ask_user(args: AskUserArgs, ctx: ToolContext) -> ToolOutput:
+        ask = ctx.state.get("ask_user")
+        if ask is None:
+            raise ToolError("this panel cannot answer questions", code=ErrorCode.NO_CAPABILITY)
+        value, cancelled = await ask(args)
+        if cancelled:
+            return ToolOutput(content="The user dismissed the question.", summary="dismissed")
+        return ToolOutput(content=f"The user answered: {value!r}", summary=str(value)[:200])
+
+    @registry.register(
+        "get_skill",
+        "Load a step-by-step guide for a common multi-step task (omit name to list them).",
+        SkillArgs,
+        page_changing=False,
+    )
+    async def get_skill(args: SkillArgs, ctx: ToolContext) -> ToolOutput:
+        found: dict[str, Path] = {}
+        for directory in skills_dirs():
+            if directory.is_dir():
+                for path in sorted(directory.glob("*.md")):
+                    found.setdefault(path.stem, path)
+        if args.name is None:
+            listing = "\n".join(
+                f"- {name}: {_first_line(path)}" for name, path in sorted(found.items())
+            )
+            return ToolOutput(
+                content=listing or "No skills installed.", summary=f"{len(found)} skills"
+            )
+        chosen = found.get(args.name)
+        if chosen is None:
+            raise ToolError(
+                f"no skill named {args.name!r}; known: {', '.join(sorted(found)) or 'none'}",
+                code=ErrorCode.INTERNAL,
+            )
+        return ToolOutput(content=chosen.read_text("utf-8")[:20_000], summary=f"skill {args.name}")
+
+
+def _first_line(path: Path) -> str:
+    with path.open(encoding="utf-8") as fh:
+        return fh.readline().strip().lstrip("# ")[:120]
+
+
 # -- the runner --------------------------------------------------------------------------------
 
 
@@ -272,38 +366,69 @@ class ToolResultView:
         )
 
 
-def build_registry() -> Registry:
-    """Every tool: the page snapshot and index tools, the browser tools, files and notes."""
+SKILLS_DIR = Path(__file__).parent / "skills"
+
+
+def build_registry(home: Path) -> Registry:
+    """Every tool: the page snapshot and index tools, the browser tools, files and notes, and
+    ask_user / get_skill (skills from the package and from ``BROWY_HOME/skills``)."""
     registry = default_registry()
     register_page_tools(registry)
+    register_user_tools(registry, lambda: [home / "skills", SKILLS_DIR])
     return registry
 
 
 class ToolRunner:
-    def __init__(self, *, home: Path, allow_host_code: bool, registry: Registry | None = None):
+    def __init__(
+        self,
+        *,
+        home: Path,
+        allow_host_code: bool,
+        approval_mode: ApprovalMode = "never",
+        v1_approval_mode: ApprovalMode = "never",
+        registry: Registry | None = None,
+    ):
         self.home = home
         self.allow_host_code = allow_host_code
-        self.registry = registry or build_registry()
+        self.approval_mode: ApprovalMode = approval_mode
+        self.v1_approval_mode: ApprovalMode = v1_approval_mode
+        self.registry = registry or build_registry(home)
         self._sandbox = FileSandbox(home)
         self._states: dict[str, dict[str, Any]] = {}
+        self._ledgers: dict[str, CallLedger] = {}
 
-    def _policy(self, disabled: frozenset[str], enabled_host: frozenset[str]) -> ToolPolicy:
+    def _policy(
+        self, disabled: frozenset[str], enabled_host: frozenset[str], protocol: int = 2
+    ) -> ToolPolicy:
         return ToolPolicy(
             disabled=disabled,
             enabled_host_tools=enabled_host,
             allow_host_code=self.allow_host_code,
+            approval_mode=self.approval_mode if protocol >= 2 else self.v1_approval_mode,
         )
 
     def definitions(
-        self, *, browser: bool, disabled: frozenset[str], enabled_host: frozenset[str]
+        self,
+        *,
+        browser: bool,
+        disabled: frozenset[str],
+        enabled_host: frozenset[str],
+        protocol: int = 2,
     ) -> list[dict[str, Any]]:
-        defs = self.registry.definitions(self._policy(disabled, enabled_host))
-        if browser:
-            return defs
-        return [d for d in defs if not self._needs_browser(d["function"]["name"])]
+        defs = self.registry.definitions(self._policy(disabled, enabled_host, protocol))
+        return [
+            d
+            for d in defs
+            if (browser or not self._needs_browser(d["function"]["name"]))
+            and (protocol >= 2 or d["function"]["name"] not in V2_ONLY_TOOLS)
+        ]
 
     def _needs_browser(self, name: str) -> bool:
-        return name not in _HOST_SIDE_TOOLS
+        return name not in _HOST_SIDE_TOOLS and name not in ("ask_user", "get_skill")
+
+    def is_host_code(self, name: str) -> bool:
+        tool = self.registry.get(name)
+        return bool(tool and tool.host_code)
 
     def is_page_changing(self, name: str) -> bool:
         tool = self.registry.get(name)
@@ -326,16 +451,23 @@ class ToolRunner:
         disabled: frozenset[str],
         enabled_host: frozenset[str],
         tab_lock: Callable[[int], asyncio.Lock],
+        session_id: str = "",
+        protocol: int = 2,
+        call_id: str | None = None,
+        approve: Callable[[ApprovalRequestInfo], Awaitable[bool]] | None = None,
+        ask_user: AskFn | None = None,
     ) -> ToolResultView:
-        state = self._states.setdefault(browser.session_id if browser else "-", {})
-        if browser is not None:
-            state["browser"] = browser
+        state = self._states.setdefault(session_id, {})
+        state["browser"] = browser
+        state["ask_user"] = ask_user
         ctx = ToolContext(
-            session_id=browser.session_id if browser else "",
-            policy=self._policy(disabled, enabled_host),
+            session_id=session_id,
+            policy=self._policy(disabled, enabled_host, protocol),
             cdp=browser.session() if browser is not None and browser.tab_id is not None else None,
             tabs=browser.tabs if browser is not None else None,
             files=self._files(),
+            approve=approve,
+            ledger=self._ledgers.setdefault(session_id, CallLedger()),
             state=state,
         )
         tool = self.registry.get(name)
@@ -343,10 +475,10 @@ class ToolRunner:
         if tool is not None and tool.page_changing and browser and browser.tab_id is not None:
             lock = tab_lock(browser.tab_id)
         if lock is None:
-            outcome = await self.registry.run(name, args, ctx)
+            outcome = await self.registry.run(name, args, ctx, call_id=call_id)
         else:
             async with lock:
-                outcome = await self.registry.run(name, args, ctx)
+                outcome = await self.registry.run(name, args, ctx, call_id=call_id)
         if browser is not None and ctx.cdp is not None:
             new_tab = getattr(ctx.cdp, "tab_id", None)
             if isinstance(new_tab, int) and new_tab != browser.tab_id:

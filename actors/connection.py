@@ -32,6 +32,7 @@ from messages.errors import ErrorCode, InvalidMessage, UnknownMessageType, v1_ch
 from messages.link import LinkData
 from messages.wire import dump_outbound, parse_inbound
 from messages.wire_inbound import (
+    ApprovalResponse,
     AuthSignin,
     CdpEvent,
     ChatCancel,
@@ -48,6 +49,7 @@ from messages.wire_inbound import (
     SessionEnd,
     SessionStart,
     ToolResult,
+    UserAnswer,
 )
 from messages.wire_outbound import (
     AuthStatus,
@@ -231,6 +233,10 @@ class Connection(Actor[Inbound]):
             await self._chat_delete(hub, parsed.id)
         elif isinstance(parsed, HistoryClear):
             await self._history_clear(hub, parsed.session_id)
+        elif isinstance(parsed, ApprovalResponse):
+            hub.approval_response(self, parsed)
+        elif isinstance(parsed, UserAnswer):
+            hub.user_answer(self, parsed)
         else:
             log.info("link %d: %s is not handled yet", self.info.link_id, parsed.type)
             if self.info.protocol >= 2:

@@ -165,7 +165,7 @@ class Child(Protocol):
     @property
     def is_alive(self) -> bool: ...
 
-    async def stop(self, timeout: float = 5.0) -> None: ...  # noqa: ASYNC109
+    async def stop(self, timeout: float = 5.0) -> None: ...
 
     async def wait_stopped(self) -> None: ...
 
@@ -177,11 +177,11 @@ class Ref(Child, Protocol[M_contra]):
     @property
     def generation(self) -> int: ...
 
-    async def tell(self, msg: M_contra, *, timeout: float | None = None) -> None: ...  # noqa: ASYNC109
+    async def tell(self, msg: M_contra, *, timeout: float | None = None) -> None: ...
 
     def tell_nowait(self, msg: M_contra) -> None: ...
 
-    async def ask(self, msg: M_contra, *, timeout: float) -> Any: ...  # noqa: ASYNC109
+    async def ask(self, msg: M_contra, *, timeout: float) -> Any: ...
 
     def rebind(self, cell: ActorCell) -> Ref[M_contra]: ...
 
@@ -380,7 +380,7 @@ class ActorRef(Generic[M]):
             raise MailboxFull(core.name, "mailbox full")
         core.post((msg, None))
 
-    async def tell(self, msg: M, *, timeout: float | None = None) -> None:  # noqa: ASYNC109
+    async def tell(self, msg: M, *, timeout: float | None = None) -> None:
         """Queue ``msg``; under ``Overflow.WAIT`` wait for space (``timeout`` -> MailboxFull)."""
         core = self._checked()
         if len(core.mailbox) < core.maxsize:
@@ -389,7 +389,7 @@ class ActorRef(Generic[M]):
         deadline = None if timeout is None else core.loop.time() + timeout
         await self._put_waiting((msg, None), deadline, lambda: MailboxFull(core.name, "full"))
 
-    async def ask(self, msg: M, *, timeout: float) -> Any:  # noqa: ASYNC109
+    async def ask(self, msg: M, *, timeout: float) -> Any:
         """Send ``msg`` and return the answer; the deadline covers waiting for mailbox space."""
         core = self._checked()
         loop = core.loop
@@ -434,7 +434,7 @@ class ActorRef(Generic[M]):
                 core.post(item)
                 return
 
-    async def stop(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109
+    async def stop(self, timeout: float = 5.0) -> None:
         """Stop after the current message; after ``timeout`` the task is cancelled. Idempotent.
 
         Acts on this ref's own incarnation only, so it is safe through a stale ref. Called from

@@ -346,13 +346,13 @@ class ThreadedRef(Generic[M]):
             raise MailboxFull(bridge.handle.name, "too many messages in flight")
         self._send(bridge, msg, None)
 
-    async def tell(self, msg: M, *, timeout: float | None = None) -> None:  # noqa: ASYNC109
+    async def tell(self, msg: M, *, timeout: float | None = None) -> None:
         bridge = self._check()
         deadline = None if timeout is None else bridge.loop.time() + timeout
         await self._acquire(bridge, deadline, MailboxFull(self.name, "no slot in time"))
         self._send(bridge, msg, None)
 
-    async def ask(self, msg: M, *, timeout: float) -> Any:  # noqa: ASYNC109
+    async def ask(self, msg: M, *, timeout: float) -> Any:
         bridge = self._check()
         loop = bridge.loop
         deadline = loop.time() + timeout
@@ -365,7 +365,7 @@ class ThreadedRef(Generic[M]):
         finally:
             timer.cancel()
 
-    async def stop(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109
+    async def stop(self, timeout: float = 5.0) -> None:
         """Finish the current message, refuse the rest, end the thread and join it (off-loop)."""
         bridge = self._bridge
         bridge.handle.request_stop()

@@ -247,7 +247,7 @@ async def _run_tool(
     if call.arguments is None:
         result = hub.bad_arguments(call.name, call.arguments_error or "not a JSON object")
     else:
-        result = await hub.run_tool(ticket, browser, call.name, args)
+        result = await hub.run_tool(ticket, browser, call.name, args, call.id)
     chat.tool_result(ticket.turn_id, call.id, result.outcome, result.summary, result.content_text)
     state.tool_calls.append({"callId": call.id, "tool": call.name, "ok": result.outcome == "ok"})
     await emit(

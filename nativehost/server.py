@@ -94,6 +94,8 @@ class DaemonServer:
                 model=model_settings(home, config),
                 turn_concurrency=config.daemon.turn_concurrency,
                 allow_host_code=config.tools.allow_host_code,
+                approval_mode=config.tools.approval_mode,
+                v1_approval_mode=config.tools.v1_approval_mode,
                 version=version,
             )
         )

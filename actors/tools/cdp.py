@@ -68,7 +68,7 @@ class CdpSession(Protocol):
         params: dict[str, Any] | None = None,
         *,
         page_changing: bool = False,
-        timeout: float = 10.0,  # noqa: ASYNC109 - the seam's deadline travels with the call
+        timeout: float = 10.0,
     ) -> dict[str, Any]:
         """Send ``method`` with ``params`` and return CDP's ``result`` object."""
         ...

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.daemon_harness import DaemonHarness
+from tests.helpers.daemon_harness import DaemonHarness, FakeTab
 
 
 @pytest.fixture
@@ -236,3 +236,74 @@ async def test_a_turn_cut_by_a_link_drop_gets_its_definite_end_when_the_session_
         await peer2.send({"type": "session.start", "sessionId": "sp-1", "capabilities": []})
         end, status, _ = await peer2.turn_end("sp-1")
         assert (end["type"], status["event"]) == ("chat.error", "status.error")
+
+
+APPROVAL_SCRIPT = [
+    {"tool_calls": [{"name": "navigate", "arguments": {"url": "https://example.test/next"}}]},
+    {"text": "Finished."},
+]
+
+
+@pytest.mark.parametrize("decision", ["deny", "allow"])
+async def test_a_page_changing_tool_waits_for_the_users_approval(home: Path, decision: str) -> None:
+    async with DaemonHarness(
+        home, APPROVAL_SCRIPT, config='[tools]\napproval_mode = "page-changing"\n'
+    ) as h:
+        peer = await h.peer(browser=FakeTab())
+        await peer.hello(2)
+        await peer.start("sp-1", tabs=True)
+        await peer.send({"type": "chat.send", "sessionId": "sp-1", "text": "go on"})
+        request, _ = await peer.until("approval.request", session_id="sp-1")
+        assert request["tool"] == "navigate"
+        assert request["args"] == {"url": "https://example.test/next"}
+        navigations = [c for c in peer.browser_calls if c.get("method") == "Page.navigate"]
+        assert navigations == []  # nothing runs before the answer
+        await peer.send(
+            {"type": "approval.response", "sessionId": "sp-1",
+             "approvalId": request["approvalId"], "decision": decision}
+        )  # fmt: skip
+        end, _status, seen = await peer.turn_end("sp-1")
+        assert end["type"] == "chat.done"
+        result = next(m for m in seen if m["type"] == "chat.tool_result")
+        navigations = [c for c in peer.browser_calls if c.get("method") == "Page.navigate"]
+        if decision == "deny":
+            assert result["ok"] is False
+            assert navigations == []
+            assert "APPROVAL_DENIED" in h.model.requests[1]["messages"][-1]["content"]
+        else:
+            assert len(navigations) == 1, (result, peer.browser_calls)  # sent once, never replayed
+
+
+async def test_ask_user_puts_the_question_in_the_panel_and_returns_the_answer(home: Path) -> None:
+    script = [
+        {"tool_calls": [{"name": "ask_user", "arguments": {"kind": "choose", "prompt": "Size?",
+                         "options": [{"label": "Small", "value": "s"}, {"label": "Large", "value": "l"}]}}]},
+        {"text": "Large it is."},
+    ]  # fmt: skip
+    async with DaemonHarness(home, script) as h:
+        peer = await h.peer()
+        await peer.hello(2)
+        await peer.start("sp-1")
+        await peer.send({"type": "chat.send", "sessionId": "sp-1", "text": "buy a shirt"})
+        ask, _ = await peer.until("user.ask", session_id="sp-1")
+        assert ask["kind"] == "choose"
+        assert [o["value"] for o in ask["options"]] == ["s", "l"]
+        await peer.send(
+            {"type": "user.answer", "sessionId": "sp-1", "askId": ask["askId"], "value": "l"}
+        )
+        end, _, _ = await peer.turn_end("sp-1")
+        assert end["text"] == "Large it is."
+        assert "'l'" in h.model.requests[1]["messages"][-1]["content"]
+
+
+async def test_ask_user_is_not_offered_to_a_v1_panel(home: Path) -> None:
+    async with DaemonHarness(home, [{"text": "ok"}]) as h:
+        peer = await h.peer()
+        await peer.hello(1)
+        await peer.start("sp-1")
+        await peer.send({"type": "chat.send", "sessionId": "sp-1", "text": "hi"})
+        await peer.turn_end("sp-1")
+        offered = {t["function"]["name"] for t in h.model.requests[0]["tools"]}
+        assert "ask_user" not in offered
+        assert "note_set" in offered
+        assert "click_index" not in offered  # this session may not drive tabs

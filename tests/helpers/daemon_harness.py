@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,65 @@ from nativehost.server import DaemonServer
 ORIGIN = "chrome-extension://kmfpcmoidebagkbcjhngabjpcgedcmna/"
 
 
+#: Answers one browser request (cdp.send / tab.*) like the extension: (ok, result, error).
+BrowserFn = Callable[[dict[str, Any]], tuple[bool, Any, str | None]]
+
+BROWSER_REQUESTS = frozenset(
+    {"cdp.send", "tab.new", "tab.activate", "tab.list", "tab.getActive", "tab.close"}
+)
+
+
+class FakeTab:
+    """One tab, as far as navigation goes: ``Page.navigate`` commits a new document at once;
+    ``Runtime.evaluate`` of ``[location.href, document.title, document.readyState]`` reports it.
+    Anything else fails as on a page the debugger cannot script, so snapshots are unavailable."""
+
+    def __init__(self, url: str = "https://example.test/") -> None:
+        self.url = url
+        self.loader = 1
+
+    def __call__(self, msg: dict[str, Any]) -> tuple[bool, Any, str | None]:
+        info = {"tabId": 7, "url": self.url, "title": "Example", "active": True, "windowId": 1}
+        if msg["type"] == "tab.getActive":
+            return True, info, None
+        if msg["type"] != "cdp.send":
+            return False, None, "not supported by the fake tab"
+        method, params = msg.get("method"), msg.get("params") or {}
+        if method == "Page.navigate":
+            self.url = str(params.get("url"))
+            self.loader += 1
+            result = {"frameId": "F", "loaderId": f"L{self.loader}"}
+            return True, {"tabId": 7, "result": result}, None
+        if method == "Page.getFrameTree":
+            frame = {"id": "F", "loaderId": f"L{self.loader}", "url": self.url}
+            return True, {"tabId": 7, "result": {"frameTree": {"frame": frame}}}, None
+        if method == "Runtime.evaluate" and "readyState" in str(params.get("expression")):
+            value = {"type": "object", "value": [self.url, "Example", "complete"]}
+            return True, {"tabId": 7, "result": {"result": value}}, None
+        return False, None, "Cannot access contents of the page"
+
+
+def no_page(msg: dict[str, Any]) -> tuple[bool, Any, str | None]:
+    """A fake extension with one tab that cannot be scripted (every CDP command fails)."""
+    if msg["type"] == "tab.getActive":
+        return (
+            True,
+            {"tabId": 7, "url": "https://example.test/", "title": "x", "active": True},
+            None,
+        )
+    return False, None, "Cannot access a chrome:// URL"
+
+
 class LinkPeer:
-    def __init__(self, stream: LinkStream) -> None:
+    """Plays the relay (and, with *browser*, the extension's CDP executor: every browser request
+    it receives is recorded in ``browser_calls`` and answered with ``tool.result``)."""
+
+    def __init__(self, stream: LinkStream, browser: BrowserFn | None = None) -> None:
         self.stream = stream
         self.inbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self.log: list[dict[str, Any]] = []
+        self.browser = browser
+        self.browser_calls: list[dict[str, Any]] = []
         self._reader = asyncio.ensure_future(self._read())
 
     async def _read(self) -> None:
@@ -40,6 +95,17 @@ class LinkPeer:
                 if isinstance(env, LinkData):
                     msg = orjson.loads(env.payload)
                     self.log.append(msg)
+                    if self.browser is not None and msg.get("type") in BROWSER_REQUESTS:
+                        self.browser_calls.append(msg)
+                        ok, result, error = self.browser(msg)
+                        answer = {"type": "tool.result", "sessionId": msg["sessionId"],
+                                  "callId": msg["callId"], "ok": ok}  # fmt: skip
+                        if ok:
+                            answer["result"] = result
+                        else:
+                            answer["error"] = error
+                        await self.send(answer)
+                        continue
                     await self.inbox.put(msg)
         finally:
             await self.inbox.put(None)
@@ -161,9 +227,9 @@ class DaemonHarness:
             async with asyncio.timeout(10):
                 await self._task
 
-    async def peer(self) -> LinkPeer:
+    async def peer(self, browser: BrowserFn | None = None) -> LinkPeer:
         stream, _ = await open_link(self.home, role="relay", origin=ORIGIN)
-        peer = LinkPeer(stream)
+        peer = LinkPeer(stream, browser)
         self.peers.append(peer)
         return peer
 
