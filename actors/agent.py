@@ -98,6 +98,8 @@ class AgentSettings:
     approval_mode: str = "page-changing"
     v1_approval_mode: str = "never"
     approval_timeout_s: float = 300.0
+    #: May local clients (``browy run``/``chat``, MCP) drive a connected browser? (section 6)
+    allow_local_clients: bool = False
     version: str = "0.1.0"
 
 
@@ -210,13 +212,28 @@ class AgentHub:
             install_id=conn.info.install_id,
         )
 
+    def _browser_link_for_client(self, conn: Connection) -> int | None:
+        """The browser a local client's session drives: the most recently active browser
+        connection, when the config allows local clients at all (protocol.md section 6)."""
+        if conn.info.role == "relay" or not self.settings.allow_local_clients:
+            return None
+        browsers = [c for c in self.connections.values() if c.info.role == "relay"]
+        if not browsers:
+            return None
+        return max(browsers, key=lambda c: c.last_active).info.link_id
+
     async def session_start(self, conn: Connection, start: SessionStart) -> None:
         assert self._router is not None
+        capabilities = start.capabilities
+        browser_link = self._browser_link_for_client(conn)
+        if conn.info.role != "relay" and browser_link is None:
+            capabilities = tuple(c for c in capabilities if c != "cdp.activeTab")
         result: RegisterResult = await self._router.ask(
             Register(
                 link=self._facts(conn),
                 session_id=start.session_id,
-                capabilities=start.capabilities,
+                browser_link_id=browser_link,
+                capabilities=capabilities,
                 model=start.model,
                 inspected_tab_id=start.inspected_tab_id,
                 window_id=start.window_id,
@@ -255,7 +272,7 @@ class AgentHub:
             SessionReady(
                 session_id=start.session_id,
                 model=self._model_id,
-                capabilities=start.capabilities,
+                capabilities=capabilities,
             )
         )
         await self._initial_push(conn)
@@ -418,7 +435,10 @@ class AgentHub:
                 log.debug("scheduler gone at the end of turn %s", ticket.turn_id)
 
     async def release_control(self, ticket: TurnTicket) -> None:
-        conn = self.connections.get(ticket.link_id)
+        """v2 ``control.release`` to the browser connection the turn drove (section 4)."""
+        entry = self.table.lookup(ticket.session_id)
+        link = (entry.browser_link_id if entry else None) or ticket.link_id
+        conn = self.connections.get(link)
         if conn is not None and conn.info.protocol >= 2:
             await conn.send(ControlRelease(owner_id=ticket.turn_id))
 
@@ -467,8 +487,10 @@ class AgentHub:
     async def browser_for(self, ticket: TurnTicket) -> TurnBrowser | None:
         """Pin the (connection, tab) this turn works on, or None if it may not drive tabs."""
         entry = self.table.lookup(ticket.session_id)
-        conn = self.connections.get(ticket.link_id)
-        if entry is None or conn is None or not entry.can_drive_tabs:
+        if entry is None or not entry.can_drive_tabs:
+            return None
+        conn = self.connections.get(entry.browser_link_id or ticket.link_id)
+        if conn is None:
             return None
         return await TurnBrowser.pin(
             proxy=conn.proxy,
@@ -508,7 +530,8 @@ class AgentHub:
         entry = self.table.lookup(ticket.session_id)
         disabled = entry.disabled_tools if entry else frozenset()
         host = entry.enabled_host_tools if entry else frozenset()
-        lock: Callable[[int], asyncio.Lock] = lambda tab: self.tab_lock(ticket.link_id, tab)  # noqa: E731
+        browser_link = (entry.browser_link_id if entry else None) or ticket.link_id
+        lock: Callable[[int], asyncio.Lock] = lambda tab: self.tab_lock(browser_link, tab)  # noqa: E731
 
         async def approve(info: ApprovalRequestInfo) -> bool:
             return await self._approve(ticket, browser, info)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -119,6 +120,7 @@ class Connection(Actor[Inbound]):
         self._server_version = server_version
         self._model_id = model_id
         self.hub = hub
+        self.last_active = time.monotonic()
         self._send_lock = asyncio.Lock()
         self.proxy = CdpProxy(self._send_model, protocol=1)
 
@@ -186,6 +188,7 @@ class Connection(Actor[Inbound]):
     # -- receiving --------------------------------------------------------------------------------
 
     async def handle(self, msg: Inbound) -> Any:
+        self.last_active = time.monotonic()
         try:
             obj = decode_message(msg.payload)
             parsed = parse_inbound(obj)

@@ -81,6 +81,8 @@ class SessionEntry:
     window_id: int | None = None
     disabled_tools: frozenset[str] = frozenset()
     enabled_host_tools: frozenset[str] = frozenset()
+    #: For a local client's session (CLI, MCP): the browser connection its tools drive.
+    browser_link_id: int | None = None
 
     @property
     def can_drive_tabs(self) -> bool:
@@ -139,6 +141,7 @@ class RouteTable:
         window_id: int | None = None,
         disabled_tools: tuple[str, ...] | None = None,
         enabled_host_tools: tuple[str, ...] | None = None,
+        browser_link_id: int | None = None,
     ) -> RegisterResult:
         state = self._links.setdefault(link.link_id, _LinkState(facts=link))
         state.facts = link
@@ -167,6 +170,7 @@ class RouteTable:
             window_id=window_id,
             disabled_tools=toggles[0],
             enabled_host_tools=toggles[1],
+            browser_link_id=browser_link_id,
         )
         current = self._sessions.get(session_id)
         if current is not None and current.link.link_id != link.link_id:
@@ -226,6 +230,7 @@ class Register:
     window_id: int | None = None
     disabled_tools: tuple[str, ...] | None = None
     enabled_host_tools: tuple[str, ...] | None = None
+    browser_link_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -263,6 +268,7 @@ class SessionRouter(Actor[RouterMsg]):
                 window_id=msg.window_id,
                 disabled_tools=msg.disabled_tools,
                 enabled_host_tools=msg.enabled_host_tools,
+                browser_link_id=msg.browser_link_id,
             )
             if result.outcome is RegisterOutcome.MOVED:
                 log.info("session %s moved from link %s", msg.session_id, result.previous_link)

@@ -95,6 +95,7 @@ class DaemonServer:
                 turn_concurrency=config.daemon.turn_concurrency,
                 allow_host_code=config.tools.allow_host_code,
                 approval_mode=config.tools.approval_mode,
+                allow_local_clients=config.daemon.allow_local_clients,
                 v1_approval_mode=config.tools.v1_approval_mode,
                 version=version,
             )
@@ -240,10 +241,7 @@ class DaemonServer:
         await stream.drain()
         link_id = next(self._ids)
         info = ConnectionInfo(link_id=link_id, role=hello.role, origin=hello.origin)
-        if hello.role == "relay":
-            await self._serve_relay(info, stream)
-        else:
-            await self._serve_cli(info, stream)
+        await self._serve_messages(info, stream)
 
     def _track(self, info: ConnectionInfo, ref: ActorRef[Inbound] | None) -> None:
         self._links[info.link_id] = (info, ref)
@@ -253,11 +251,16 @@ class DaemonServer:
         self._links.pop(info.link_id, None)
         self._activity.set()
 
-    async def _serve_relay(self, info: ConnectionInfo, stream: LinkStream) -> None:
+    async def _serve_messages(self, info: ConnectionInfo, stream: LinkStream) -> None:
+        """One link's frames: extension (or CLI) messages to its Connection, controls answered.
+
+        A ``relay`` link carries a browser; a ``cli``/``mcp`` link carries a local client whose
+        sessions may drive a connected browser when the config allows it (protocol.md section 6).
+        """
         conn = Connection(info=info, stream=stream, server_version=self.version, hub=self.hub)
         ref = await spawn(conn, name=f"connection-{info.link_id}")
         self._track(info, ref)
-        log.info("link %d: relay for %s", info.link_id, info.origin)
+        log.info("link %d: %s for %s", info.link_id, info.role, info.origin or "a local client")
         try:
             while True:
                 env = await stream.recv()
@@ -265,28 +268,25 @@ class DaemonServer:
                     break
                 if isinstance(env, LinkData):
                     await ref.tell(Inbound(payload=env.payload))
-                elif isinstance(env, LinkControl) and env.op == "turns_ended":
-                    sessions = env.args.get("sessions", [])
-                    if isinstance(sessions, list):
-                        self.hub.turns_ended_by_relay([s for s in sessions if isinstance(s, str)])
+                elif isinstance(env, LinkControl):
+                    await self._on_control(info, stream, env)
         finally:
             self._untrack(info)
             with contextlib.suppress(Exception):
                 await ref.stop(timeout=2.0)
             log.info("link %d: closed", info.link_id)
 
-    async def _serve_cli(self, info: ConnectionInfo, stream: LinkStream) -> None:
-        self._track(info, None)
-        try:
-            while True:
-                env = await stream.recv()
-                if env is None:
-                    break
-                if isinstance(env, LinkControl):
-                    stream.send(LinkControl(op=env.op, args=self._control(env.op)))
-                    await stream.drain()
-        finally:
-            self._untrack(info)
+    async def _on_control(self, info: ConnectionInfo, stream: LinkStream, env: LinkControl) -> None:
+        if env.op == "turns_ended" and info.role == "relay":
+            sessions = env.args.get("sessions", [])
+            if isinstance(sessions, list):
+                self.hub.turns_ended_by_relay([s for s in sessions if isinstance(s, str)])
+            return
+        if info.role == "relay":
+            log.warning("link %d: ignored control %r from a relay", info.link_id, env.op)
+            return
+        stream.send(LinkControl(op=env.op, args=self._control(env.op)))
+        await stream.drain()
 
     def _control(self, op: str) -> dict[str, Any]:
         if op == "status":
@@ -296,7 +296,8 @@ class DaemonServer:
                 "version": self.version,
                 "uptime_s": round(time.monotonic() - self._started, 1),
                 "links": len(relays),
-                "sessions": sum(len(i.sessions) for i in relays),
+                "clients": len(self._links) - len(relays),
+                "sessions": self.hub.table.count(),
             }
         if op == "shutdown":
             self._stop.set()

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.daemon_harness import DaemonHarness, FakeTab
+from tests.helpers.daemon_harness import BROWSER_REQUESTS, DaemonHarness, FakeTab
 
 
 @pytest.fixture
@@ -275,11 +275,12 @@ async def test_a_page_changing_tool_waits_for_the_users_approval(home: Path, dec
 
 
 async def test_ask_user_puts_the_question_in_the_panel_and_returns_the_answer(home: Path) -> None:
+    options = [{"label": "Small", "value": "s"}, {"label": "Large", "value": "l"}]
+    ask = {"kind": "choose", "prompt": "Size?", "options": options}
     script = [
-        {"tool_calls": [{"name": "ask_user", "arguments": {"kind": "choose", "prompt": "Size?",
-                         "options": [{"label": "Small", "value": "s"}, {"label": "Large", "value": "l"}]}}]},
+        {"tool_calls": [{"name": "ask_user", "arguments": ask}]},
         {"text": "Large it is."},
-    ]  # fmt: skip
+    ]
     async with DaemonHarness(home, script) as h:
         peer = await h.peer()
         await peer.hello(2)
@@ -307,3 +308,50 @@ async def test_ask_user_is_not_offered_to_a_v1_panel(home: Path) -> None:
         assert "ask_user" not in offered
         assert "note_set" in offered
         assert "click_index" not in offered  # this session may not drive tabs
+
+
+NAV_SCRIPT = [
+    {"tool_calls": [{"name": "navigate", "arguments": {"url": "https://example.test/from-cli"}}]},
+    {"text": "Opened it."},
+]
+
+
+async def test_a_local_client_drives_the_connected_browser_when_the_config_allows(
+    home: Path,
+) -> None:
+    config = '[tools]\napproval_mode = "never"\n'
+    async with DaemonHarness(home, NAV_SCRIPT, config="allow_local_clients = true\n" + config) as h:
+        tab = FakeTab()
+        browser = await h.peer(browser=tab)
+        await browser.hello(1)
+        cli = await h.peer(role="cli")
+        await cli.hello(2, install_id="cli")
+        await cli.send(
+            {"type": "session.start", "sessionId": "cli-1", "capabilities": ["cdp.activeTab"]}
+        )
+        ready, _ = await cli.until("session.ready")
+        assert ready["capabilities"] == ["cdp.activeTab"]
+        await cli.send({"type": "chat.send", "sessionId": "cli-1", "text": "open it"})
+        end, _, seen = await cli.turn_end("cli-1")
+        assert end["type"] == "chat.done"
+        assert tab.url == "https://example.test/from-cli"  # the browser did it
+        assert any(m["type"] == "chat.tool_result" and m["ok"] for m in seen)
+        # The browser connection got the browser commands, but none of the CLI's chat output.
+        chat_output = [
+            m for m in browser.log
+            if m.get("sessionId") == "cli-1" and m["type"] not in BROWSER_REQUESTS
+        ]  # fmt: skip
+        assert chat_output == []
+
+
+async def test_a_local_client_may_not_drive_the_browser_by_default(home: Path) -> None:
+    async with DaemonHarness(home, [{"text": "ok"}]) as h:
+        browser = await h.peer(browser=FakeTab())
+        await browser.hello(1)
+        cli = await h.peer(role="cli")
+        await cli.hello(2, install_id="cli")
+        await cli.send(
+            {"type": "session.start", "sessionId": "cli-1", "capabilities": ["cdp.activeTab"]}
+        )
+        ready, _ = await cli.until("session.ready")
+        assert ready["capabilities"] == []

@@ -227,8 +227,9 @@ class DaemonHarness:
             async with asyncio.timeout(10):
                 await self._task
 
-    async def peer(self, browser: BrowserFn | None = None) -> LinkPeer:
-        stream, _ = await open_link(self.home, role="relay", origin=ORIGIN)
+    async def peer(self, browser: BrowserFn | None = None, *, role: str = "relay") -> LinkPeer:
+        origin = ORIGIN if role == "relay" else ""
+        stream, _ = await open_link(self.home, role=role, origin=origin)
         peer = LinkPeer(stream, browser)
         self.peers.append(peer)
         return peer
