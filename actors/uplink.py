@@ -116,6 +116,20 @@ class Uplink(Actor[UplinkMsg]):
         self._spawn(self._connector(budget_s), "uplink-connect")
 
     async def _connector(self, budget_s: float) -> None:
+        assert self._self_ref is not None
+        # The common case — a daemon already running — connects at the first try, without
+        # paying for tenacity's import (relay start-up time is what the user waits for).
+        try:
+            stream = await self._connect()
+        except (OSError, TimeoutError, LinkBroken, LinkRefusedError) as exc:
+            log.info("first connect attempt failed (%s); retrying with backoff", exc)
+        else:
+            self._connecting = False
+            await self._self_ref.tell(_LinkUp(stream=stream))
+            return
+        await self._connect_with_backoff(budget_s)
+
+    async def _connect_with_backoff(self, budget_s: float) -> None:
         from tenacity import (
             AsyncRetrying,
             RetryError,

@@ -15,9 +15,7 @@ This module is imported by the relay, so it must stay light: standard library on
 
 from __future__ import annotations
 
-import hashlib
 import os
-import tempfile
 from pathlib import Path
 
 __all__ = [
@@ -60,6 +58,8 @@ def _runtime_root() -> Path:
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg and Path(xdg).is_dir():
         return Path(xdg)
+    import tempfile  # only for long BROWY_HOME paths: keeps the relay's start-up lean
+
     return Path(tempfile.gettempdir())
 
 
@@ -73,5 +73,7 @@ def socket_path(home: Path) -> Path:
     preferred = run_dir(home) / "browyd.sock"
     if len(os.fsencode(preferred)) <= MAX_UNIX_SOCKET_PATH:
         return preferred
+    import hashlib
+
     digest = hashlib.sha256(os.fsencode(home)).hexdigest()[:16]
     return _runtime_root() / f"browy-{os.getuid()}" / f"{digest}.sock"

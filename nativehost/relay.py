@@ -36,6 +36,13 @@ def protect_stdout() -> int:
     return out_fd
 
 
+def _spawn_daemon(home: Path) -> None:
+    # Imported only when no daemon answers: the common start-up path never pays for it.
+    from nativehost.daemon import spawn_detached
+
+    spawn_detached(home)
+
+
 def _env_seconds(name: str, default: float) -> float:
     """A duration from the environment (tests shorten the reconnect bounds), else *default*."""
     try:
@@ -58,7 +65,6 @@ async def _serve(home: Path, origin: str, out_fd: int) -> int:
     from actors.runtime import ActorRef, spawn
     from actors.stdio_framer import StdioFramer
     from actors.uplink import ExtensionClosed, FromExtension, Uplink, UplinkMsg
-    from nativehost.daemon import spawn_detached
     from nativehost.link import open_link
 
     done = asyncio.Event()
@@ -90,7 +96,7 @@ async def _serve(home: Path, origin: str, out_fd: int) -> int:
     uplink = Uplink(
         framer=None,  # type: ignore[arg-type]  # set below, once the framer exists
         connect=connect,
-        start_daemon=lambda: spawn_detached(home),
+        start_daemon=lambda: _spawn_daemon(home),
         on_give_up=on_give_up,
         first_connect_budget_s=_env_seconds("BROWY_RELAY_CONNECT_S", 20.0),
         reconnect_budget_s=_env_seconds("BROWY_RELAY_RECONNECT_S", 10.0),
