@@ -10,6 +10,11 @@ Every rule about what to forward, hold, answer or swallow lives in the pure
   daemon that refused a newer relay exits when idle, and the next attempt starts a current one.
 - When the bound runs out the relay gives up: ``on_give_up`` is called and the process exits,
   so the extension's own reconnect takes over.
+
+Restarts: the :class:`RelayCore` (registrations, open turns) belongs to the relay process, not
+to an incarnation, so a supervisor can restart a crashed Uplink without losing the panels'
+registrations. A new incarnation that finds the core linked treats the old link as dropped
+(ending the turns in flight, exactly as a link drop would) and reconnects.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 
 from actors.link_stream import LinkBroken, LinkRefusedError, LinkStream
 from actors.relay_core import Action, LinkState, RelayCore, ToDaemon, ToDaemonControl, ToExtension
-from actors.runtime import Actor, ActorRef, Overflow
+from actors.runtime import Actor, Overflow, Ref
 from actors.stdio_framer import WriteFrame
 from messages.link import LinkControl, LinkData
 
@@ -77,29 +82,38 @@ class Uplink(Actor[UplinkMsg]):
     def __init__(
         self,
         *,
-        framer: ActorRef[WriteFrame],
+        core: RelayCore,
+        framer: Callable[[], Ref[WriteFrame]],
+        self_ref: Callable[[], Ref[UplinkMsg]],
         connect: Callable[[], Awaitable[LinkStream]],
         start_daemon: Callable[[], None],
         on_give_up: Callable[[str], None],
         reconnect_budget_s: float = 10.0,
         first_connect_budget_s: float = 20.0,
     ) -> None:
+        self.core = core
         self._framer = framer
+        self._self = self_ref
         self._connect = connect
         self._start_daemon = start_daemon
         self._on_give_up = on_give_up
         self._reconnect_budget_s = reconnect_budget_s
         self._first_budget_s = first_connect_budget_s
-        self.core = RelayCore()
         self._stream: LinkStream | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._connecting = False
-        self._self_ref: ActorRef[UplinkMsg] | None = None
 
-    def bind(self, ref: ActorRef[UplinkMsg]) -> None:
-        """Give the actor its own ref, for the tasks it owns to report back through."""
-        self._self_ref = ref
-        self._start_connector(self._first_budget_s)
+    async def on_start(self) -> None:
+        if self.core.state is LinkState.LINKED:
+            # An earlier incarnation crashed while linked: its link is gone with it.
+            await self._carry_out(self.core.link_down())
+        if self.core.state is LinkState.CONNECTING:
+            self._start_connector(self._first_budget_s)
+        elif self.core.state is LinkState.OUTAGE:
+            self._start_connector(self._reconnect_budget_s)
+
+    async def _tell_self(self, msg: UplinkMsg) -> None:
+        await self._self().tell(msg)
 
     # -- owned tasks ------------------------------------------------------------------------------
 
@@ -116,7 +130,6 @@ class Uplink(Actor[UplinkMsg]):
         self._spawn(self._connector(budget_s), "uplink-connect")
 
     async def _connector(self, budget_s: float) -> None:
-        assert self._self_ref is not None
         # The common case — a daemon already running — connects at the first try, without
         # paying for tenacity's import (relay start-up time is what the user waits for).
         try:
@@ -125,7 +138,7 @@ class Uplink(Actor[UplinkMsg]):
             log.info("first connect attempt failed (%s); retrying with backoff", exc)
         else:
             self._connecting = False
-            await self._self_ref.tell(_LinkUp(stream=stream))
+            await self._tell_self(_LinkUp(stream=stream))
             return
         await self._connect_with_backoff(budget_s)
 
@@ -138,7 +151,6 @@ class Uplink(Actor[UplinkMsg]):
             wait_random_exponential,
         )
 
-        assert self._self_ref is not None
         started_daemon_at = -1.0
         attempt_no = 0
 
@@ -172,14 +184,13 @@ class Uplink(Actor[UplinkMsg]):
                     stream = await attempt()
         except RetryError as exc:
             self._connecting = False
-            await self._self_ref.tell(_GiveUp(reason=f"no daemon after {budget_s:.0f} s: {exc}"))
+            await self._tell_self(_GiveUp(reason=f"no daemon after {budget_s:.0f} s: {exc}"))
             return
         self._connecting = False
         log.info("link up after %d attempt(s)", attempt_no)
-        await self._self_ref.tell(_LinkUp(stream=stream))
+        await self._tell_self(_LinkUp(stream=stream))
 
     async def _reader(self, stream: LinkStream) -> None:
-        assert self._self_ref is not None
         reason = "closed by the daemon"
         try:
             while True:
@@ -187,13 +198,13 @@ class Uplink(Actor[UplinkMsg]):
                 if env is None:
                     break
                 if isinstance(env, LinkData):
-                    await self._self_ref.tell(_LinkFrame(stream=stream, payload=env.payload))
+                    await self._tell_self(_LinkFrame(stream=stream, payload=env.payload))
                 elif isinstance(env, LinkControl):
                     log.info("daemon control: %s %s", env.op, env.args)
         except (LinkBroken, OSError) as exc:
             reason = f"link failed: {exc}"
         with contextlib.suppress(Exception):
-            await self._self_ref.tell(_LinkDown(stream=stream, reason=reason))
+            await self._tell_self(_LinkDown(stream=stream, reason=reason))
 
     # -- messages ---------------------------------------------------------------------------------
 
@@ -230,7 +241,7 @@ class Uplink(Actor[UplinkMsg]):
     async def _carry_out(self, actions: list[Action]) -> None:
         for action in actions:
             if isinstance(action, ToExtension):
-                await self._framer.tell(WriteFrame(payload=action.payload))
+                await self._framer().tell(WriteFrame(payload=action.payload))
             elif self._stream is None:
                 continue
             elif isinstance(action, ToDaemon):

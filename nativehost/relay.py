@@ -61,25 +61,51 @@ def _write_error_and_exit(out_fd: int, code: str, message: str) -> int:
 
 
 async def _serve(home: Path, origin: str, out_fd: int) -> int:
+    """Run the relay's supervision tree until Chrome closes the port or the link gives up.
+
+    Tree (one_for_one): the StdioFramer (temporary: a broken native stream cannot be resumed, so
+    its end ends the relay) and the Uplink (permanent: restarted with backoff after a crash; the
+    RelayCore outlives it). More restarts than the intensity allows ends the relay, and the
+    extension's own reconnect starts a fresh one.
+    """
     from actors.link_stream import LinkStream
-    from actors.runtime import ActorRef, spawn
-    from actors.stdio_framer import StdioFramer
+    from actors.relay_core import RelayCore
+    from actors.runtime import ActorError, Ref
+    from actors.stdio_framer import StdioFramer, WriteFrame
     from actors.uplink import ExtensionClosed, FromExtension, Uplink, UplinkMsg
     from nativehost.link import open_link
+    from supervisors.policy import Backoff, RestartIntensity, RestartType, Strategy
+    from supervisors.supervisor import ChildSpec, Supervisor
 
     done = asyncio.Event()
     exit_code = 0
-    uplink_ref: ActorRef[UplinkMsg] | None = None
+    core = RelayCore()
+    sup: Supervisor | None = None
+
+    def uplink_ref() -> Ref[UplinkMsg]:
+        assert sup is not None
+        return sup.ref("uplink")
+
+    def framer_ref() -> Ref[WriteFrame]:
+        assert sup is not None
+        return sup.ref("stdio-framer")
+
+    async def to_uplink(msg: UplinkMsg) -> None:
+        assert sup is not None
+        try:
+            await uplink_ref().tell(msg)
+        except (ActorError, LookupError):
+            # Mid-restart: wait for the next incarnation, then deliver (nothing is dropped).
+            await sup.wait_child("uplink", timeout=5.0)
+            await uplink_ref().tell(msg)
 
     async def on_frame(payload: bytes) -> None:
-        assert uplink_ref is not None
-        await uplink_ref.tell(FromExtension(payload=payload))
+        await to_uplink(FromExtension(payload=payload))
 
     async def on_eof(reason: str) -> None:
         log.info("stdin closed (%s); exiting", reason)
-        if uplink_ref is not None:
-            with contextlib.suppress(Exception):
-                await uplink_ref.tell(ExtensionClosed())
+        with contextlib.suppress(Exception):
+            await to_uplink(ExtensionClosed())
         done.set()
 
     def on_give_up(reason: str) -> None:
@@ -93,27 +119,55 @@ async def _serve(home: Path, origin: str, out_fd: int) -> int:
         log.info("linked to browyd pid %s (link v%d)", welcome.daemon_pid, welcome.version)
         return stream
 
-    uplink = Uplink(
-        framer=None,  # type: ignore[arg-type]  # set below, once the framer exists
-        connect=connect,
-        start_daemon=lambda: _spawn_daemon(home),
-        on_give_up=on_give_up,
-        first_connect_budget_s=_env_seconds("BROWY_RELAY_CONNECT_S", 20.0),
-        reconnect_budget_s=_env_seconds("BROWY_RELAY_RECONNECT_S", 10.0),
-    )
     framer = StdioFramer(stdin=sys.stdin.buffer, stdout_fd=out_fd, on_frame=on_frame, on_eof=on_eof)
-    framer_ref = await spawn(framer, name="stdio-framer")
-    uplink._framer = framer_ref
-    uplink_ref = await spawn(uplink, name="uplink")
-    uplink.bind(uplink_ref)
+
+    def make_uplink() -> Uplink:
+        return Uplink(
+            core=core,
+            framer=framer_ref,
+            self_ref=uplink_ref,
+            connect=connect,
+            start_daemon=lambda: _spawn_daemon(home),
+            on_give_up=on_give_up,
+            first_connect_budget_s=_env_seconds("BROWY_RELAY_CONNECT_S", 20.0),
+            reconnect_budget_s=_env_seconds("BROWY_RELAY_RECONNECT_S", 10.0),
+        )
+
+    sup = Supervisor(
+        "relay",
+        [
+            ChildSpec("stdio-framer", start=lambda: framer, restart=RestartType.TEMPORARY),
+            ChildSpec(
+                "uplink",
+                start=make_uplink,
+                restart=RestartType.PERMANENT,
+                backoff=Backoff(initial=0.05, factor=2.0, max_delay=1.0),
+            ),
+        ],
+        strategy=Strategy.ONE_FOR_ONE,
+        intensity=RestartIntensity(5, 10.0),
+    )
+    await sup.start()
     framer.begin_reading()
+    watcher = asyncio.ensure_future(sup.wait_stopped())
+    waiter = asyncio.ensure_future(done.wait())
+    # The framer is temporary: when it ends (a crash, or a broken stream), so does the relay.
+    framer_end = asyncio.ensure_future(framer_ref().wait_stopped())
     try:
-        await done.wait()
+        finished, _ = await asyncio.wait(
+            {watcher, waiter, framer_end}, return_when=asyncio.FIRST_COMPLETED
+        )
+        if watcher in finished and watcher.exception() is not None:
+            log.error("the relay's supervisor gave up: %s", watcher.exception())
+            exit_code = 4
     finally:
+        waiter.cancel()
+        framer_end.cancel()
         with contextlib.suppress(Exception):
-            await uplink_ref.stop(timeout=2.0)
-        with contextlib.suppress(Exception):
-            await framer_ref.stop(timeout=2.0)
+            await sup.stop(timeout=2.0)
+        watcher.cancel()
+        with contextlib.suppress(BaseException):
+            await watcher
     return exit_code
 
 
