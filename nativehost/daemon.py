@@ -118,11 +118,17 @@ def daemon_status(home: Path | None = None) -> DaemonStatus:
 
 
 def spawn_detached(home: Path) -> None:
-    """Start a daemon for *home* in its own session, stdio on /dev/null, no inherited fds."""
+    """Start a daemon for *home* in its own session, stdio on /dev/null, no inherited fds.
+
+    A double fork: ``/bin/sh`` starts the daemon in the background and exits at once, so the
+    daemon is reparented to init — never a zombie child of a long-lived relay — and the caller
+    waits for its direct child (no process is left unwaited).
+    """
     env = dict(os.environ)
     env["BROWY_HOME"] = str(home)
-    subprocess.Popen(
-        [sys.executable, "-m", "nativehost.daemon", "--home", str(home)],
+    argv = [sys.executable, "-m", "nativehost.daemon", "--home", str(home)]
+    subprocess.run(  # noqa: S603 - our own interpreter and module
+        ["/bin/sh", "-c", '"$@" &', "browyd", *argv],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -130,6 +136,8 @@ def spawn_detached(home: Path) -> None:
         start_new_session=True,
         env=env,
         cwd="/",
+        check=False,
+        timeout=10,
     )
 
 
