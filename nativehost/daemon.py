@@ -127,7 +127,7 @@ def spawn_detached(home: Path) -> None:
     env = dict(os.environ)
     env["BROWY_HOME"] = str(home)
     argv = [sys.executable, "-m", "nativehost.daemon", "--home", str(home)]
-    subprocess.run(  # noqa: S603 - our own interpreter and module
+    subprocess.run(
         ["/bin/sh", "-c", '"$@" &', "browyd", *argv],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
