@@ -25,7 +25,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from actors.browser_tools import AskUserArgs, ToolResultView, ToolRunner, TurnBrowser
 from actors.model_gateway import ModelError, ModelGateway, ModelSettings
@@ -82,9 +82,23 @@ from messages.wire_outbound import (
 if TYPE_CHECKING:
     from actors.connection import Connection
 
-__all__ = ["AgentHub", "AgentSettings"]
+__all__ = ["AgentHub", "AgentSettings", "HostServices"]
 
 log = logging.getLogger(__name__)
+
+
+class HostServices(Protocol):
+    """What the options page reaches through the daemon (v2 ``config.*``, ``doctor.run``).
+
+    Implemented by the process layer (:mod:`nativehost.settings`), which knows the config file;
+    ``set`` raises ``ValueError`` with a message naming the field and writes nothing then.
+    """
+
+    def get(self) -> tuple[dict[str, Any], dict[str, Any]]: ...
+
+    def set(self, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]: ...
+
+    async def doctor(self) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,12 +114,23 @@ class AgentSettings:
     approval_timeout_s: float = 300.0
     #: May local clients (``browy run``/``chat``, MCP) drive a connected browser? (section 6)
     allow_local_clients: bool = False
+    #: Tools the host's config disables for every session (on top of the panels' toggles).
+    disabled_tools: frozenset[str] = frozenset()
     version: str = "0.1.0"
 
 
 class AgentHub:
-    def __init__(self, settings: AgentSettings, *, store: ChatStore | None = None) -> None:
+    def __init__(
+        self,
+        settings: AgentSettings,
+        *,
+        store: ChatStore | None = None,
+        services: HostServices | None = None,
+        reload_settings: Callable[[], AgentSettings] | None = None,
+    ) -> None:
         self.settings = settings
+        self.services = services
+        self._reload_settings = reload_settings
         self.store = store or ChatStore(settings.home / "sessions")
         self.max_iterations = settings.max_iterations
         self.connections: dict[int, Connection] = {}
@@ -147,6 +172,58 @@ class AgentHub:
         self._scheduler = await spawn(self._scheduler_actor, name="turn-scheduler")
         if self.settings.model is not None:
             self._model = ModelGateway(self.settings.model)
+        self._own(self._check_auth(), "auth-check")
+
+    def _own(self, coro: Any, name: str) -> None:
+        task = asyncio.ensure_future(coro)
+        task.set_name(name)
+        self._turn_tasks.add(task)  # owned: cancelled and awaited on stop
+        task.add_done_callback(self._turn_tasks.discard)
+
+    async def _check_auth(self) -> None:
+        """Ask the provider once at start; broadcast the answer (``auth.status`` is a broadcast)."""
+        try:
+            status = await self.refresh_auth()
+        except Exception:  # reported as unknown, never raised into the daemon
+            log.exception("the provider check failed")
+            return
+        for conn in list(self.connections.values()):
+            if conn.info.role == "relay" or self.table.sessions_of(conn.info.link_id):
+                await conn.send(status)
+
+    def apply_settings(self, settings: AgentSettings) -> None:
+        """The config changed (options page): new turns use the new model and policies."""
+        old = self.settings
+        self.settings = settings
+        self.tools.approval_mode = _mode(settings.approval_mode)
+        self.tools.v1_approval_mode = _mode(settings.v1_approval_mode)
+        self.tools.allow_host_code = settings.allow_host_code
+        if self._scheduler_actor is not None:
+            self._scheduler_actor.queue.limit = settings.turn_concurrency
+        if settings.model != old.model:
+            previous = self._model
+            self._model = ModelGateway(settings.model) if settings.model else None
+            self._model_id = settings.model.model if settings.model else ""
+            if previous is not None:
+                self._own(previous.aclose(), "close-old-gateway")
+            self._own(self._check_auth(), "auth-check")
+
+    async def config_get(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        if self.services is None:
+            return {}, {}
+        return self.services.get()
+
+    async def config_set(self, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Validate and save (raises ValueError naming the field), then apply."""
+        if self.services is None:
+            raise ValueError("this host has no settings")
+        result = self.services.set(values)
+        if self._reload_settings is not None:
+            self.apply_settings(self._reload_settings())
+        return result
+
+    async def doctor(self) -> list[dict[str, Any]]:
+        return await self.services.doctor() if self.services is not None else []
 
     async def stop(self) -> None:
         if self._scheduler is not None:
@@ -503,7 +580,7 @@ class AgentHub:
 
     def tool_definitions(self, session_id: str, browser: bool) -> list[dict[str, Any]]:
         entry = self.table.lookup(session_id)
-        disabled = entry.disabled_tools if entry else frozenset()
+        disabled = (entry.disabled_tools if entry else frozenset()) | self.settings.disabled_tools
         host = entry.enabled_host_tools if entry else frozenset()
         protocol = entry.link.protocol if entry else 1
         return self.tools.definitions(
@@ -528,7 +605,7 @@ class AgentHub:
         call_id: str | None = None,
     ) -> ToolResultView:
         entry = self.table.lookup(ticket.session_id)
-        disabled = entry.disabled_tools if entry else frozenset()
+        disabled = (entry.disabled_tools if entry else frozenset()) | self.settings.disabled_tools
         host = entry.enabled_host_tools if entry else frozenset()
         browser_link = (entry.browser_link_id if entry else None) or ticket.link_id
         lock: Callable[[int], asyncio.Lock] = lambda tab: self.tab_lock(browser_link, tab)  # noqa: E731

@@ -41,6 +41,9 @@ from messages.wire_inbound import (
     ChatHistory,
     ChatList,
     ChatSend,
+    ConfigGet,
+    ConfigSet,
+    DoctorRun,
     Hello,
     HistoryClear,
     ModelsListRequest,
@@ -60,6 +63,9 @@ from messages.wire_outbound import (
     ChatHistoryResult,
     ChatListResult,
     ChatSummary,
+    ConfigResult,
+    DoctorCheck,
+    DoctorResult,
     ErrorMessage,
     EventActivity,
     HelloAck,
@@ -236,6 +242,21 @@ class Connection(Actor[Inbound]):
             await self._chat_delete(hub, parsed.id)
         elif isinstance(parsed, HistoryClear):
             await self._history_clear(hub, parsed.session_id)
+        elif isinstance(parsed, ConfigGet):
+            values, schema = await hub.config_get()
+            await self.send(ConfigResult(values=values, config_schema=schema))
+        elif isinstance(parsed, ConfigSet):
+            try:
+                values, schema = await hub.config_set(dict(parsed.values))
+            except ValueError as exc:
+                await self._protocol_error(
+                    ErrorCode.INVALID_MESSAGE, str(exc), request_type="config.set"
+                )
+                return
+            await self.send(ConfigResult(values=values, config_schema=schema))
+        elif isinstance(parsed, DoctorRun):
+            checks = await hub.doctor()
+            await self.send(DoctorResult(checks=[DoctorCheck(**c) for c in checks]))
         elif isinstance(parsed, ApprovalResponse):
             hub.approval_response(self, parsed)
         elif isinstance(parsed, UserAnswer):

@@ -45,9 +45,10 @@ from messages.link import (
     LinkRefused,
     LinkWelcome,
 )
-from nativehost.config import Config
+from nativehost.config import Config, load_config
 from nativehost.home import ensure_private_dir, run_dir, socket_path
 from nativehost.link import tcp_endpoint_path
+from nativehost.settings import HostSettings
 
 __all__ = ["DaemonServer", "model_settings"]
 
@@ -74,6 +75,21 @@ def model_settings(home: Path, config: Config) -> ModelSettings | None:
     )
 
 
+def agent_settings(home: Path, config: Config, version: str) -> AgentSettings:
+    """The agent's settings from the validated config."""
+    return AgentSettings(
+        home=home,
+        model=model_settings(home, config),
+        turn_concurrency=config.daemon.turn_concurrency,
+        allow_host_code=config.tools.allow_host_code,
+        approval_mode=config.tools.approval_mode,
+        v1_approval_mode=config.tools.v1_approval_mode,
+        allow_local_clients=config.daemon.allow_local_clients,
+        disabled_tools=frozenset(config.tools.disabled_tools),
+        version=version,
+    )
+
+
 class DaemonServer:
     def __init__(self, home: Path, config: Config, *, version: str) -> None:
         self.home = home
@@ -89,17 +105,16 @@ class DaemonServer:
         self._server: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[None]] = set()
         self.hub = AgentHub(
-            AgentSettings(
-                home=home,
-                model=model_settings(home, config),
-                turn_concurrency=config.daemon.turn_concurrency,
-                allow_host_code=config.tools.allow_host_code,
-                approval_mode=config.tools.approval_mode,
-                allow_local_clients=config.daemon.allow_local_clients,
-                v1_approval_mode=config.tools.v1_approval_mode,
-                version=version,
-            )
+            agent_settings(home, config, version),
+            services=HostSettings(home),
+            reload_settings=self._reload,
         )
+        self.hub.services = HostSettings(home, tuple(self.hub.tools.registry.names()))
+
+    def _reload(self) -> AgentSettings:
+        """Read config.toml again (after the options page saved it) with this process's env."""
+        self.config = load_config(self.home)
+        return agent_settings(self.home, self.config, self.version)
 
     # -- lifecycle --------------------------------------------------------------------------------
 

@@ -355,3 +355,41 @@ async def test_a_local_client_may_not_drive_the_browser_by_default(home: Path) -
         )
         ready, _ = await cli.until("session.ready")
         assert ready["capabilities"] == []
+
+
+async def test_the_options_page_reads_and_saves_settings_all_or_nothing(home: Path) -> None:
+    async with DaemonHarness(home, [{"text": "ok"}]) as h:
+        peer = await h.peer()
+        await peer.hello(2)
+        await peer.send({"type": "config.get", "sessionId": "opts-1"})
+        result, _ = await peer.until("config.result")
+        assert result["values"]["model.model"] == "scripted-model"
+        assert result["values"]["model.api_key"] == ""  # write-only: never sent back
+        assert "tools" in result["schema"]["properties"]
+        await peer.send(
+            {"type": "config.set", "values": {"tools.approval_mode": "always",
+                                              "daemon.turn_concurrency": 0}}
+        )  # fmt: skip
+        error, _ = await peer.until("error")
+        assert error["code"] == "INVALID_MESSAGE"
+        assert "turn_concurrency" in error["message"]
+        assert "approval_mode" not in (home / "config.toml").read_text()  # nothing written
+        await peer.send({"type": "config.set", "values": {"tools.allow_host_code": True}})
+        error, _ = await peer.until("error")
+        assert "terminal" in error["message"]  # host code is never switched on from a page
+        await peer.send({"type": "config.set", "values": {"tools.approval_mode": "always"}})
+        result, _ = await peer.until("config.result")
+        assert result["values"]["tools.approval_mode"] == "always"
+        assert h.server is not None
+        assert h.server.hub.tools.approval_mode == "always"  # applied to new turns
+
+
+async def test_doctor_runs_from_the_options_page(home: Path) -> None:
+    async with DaemonHarness(home, []) as h:
+        peer = await h.peer()
+        await peer.hello(2)
+        await peer.send({"type": "doctor.run"})
+        result, _ = await peer.until("doctor.result", timeout=20)
+        names = {c["name"] for c in result["checks"]}
+        assert "config" in names
+        assert all(isinstance(c["ok"], bool) for c in result["checks"])
