@@ -111,7 +111,7 @@ class TaskChild:
     def is_alive(self) -> bool:
         return not self.task.done()
 
-    async def stop(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109
+    async def stop(self, timeout: float = 5.0) -> None:
         self.task.cancel()
         await asyncio.wait([self.task], timeout=timeout)
         if self.task.done() and not self.task.cancelled():
@@ -206,7 +206,7 @@ class Supervisor:
         )
         return self
 
-    async def stop(self, timeout: float | None = None) -> None:  # noqa: ASYNC109
+    async def stop(self, timeout: float | None = None) -> None:
         """Stop every child in reverse start order; after ``timeout`` cancel the remainder."""
         if self._task is None or self._done.is_set():
             return
@@ -250,7 +250,7 @@ class Supervisor:
         self,
         predicate: Callable[[Supervisor], bool],
         *,
-        timeout: float,  # noqa: ASYNC109
+        timeout: float,
     ) -> None:
         """Wait until ``predicate(self)`` holds, re-checked after every change of the children
         (a start, a stop, an exit handled); TimeoutError after ``timeout``."""
@@ -260,7 +260,7 @@ class Supervisor:
                 self._watchers.append(waiter)
                 await waiter
 
-    async def wait_child(self, name: str, *, after: Child | None = None, timeout: float) -> Child:  # noqa: ASYNC109
+    async def wait_child(self, name: str, *, after: Child | None = None, timeout: float) -> Child:
         """The running incarnation of ``name`` other than ``after`` (e.g. once restarted)."""
         await self.wait_for(
             lambda s: s.running(name) and s._slots[name].child is not after, timeout=timeout

@@ -100,7 +100,7 @@ class CdpWsSession:
         params: dict[str, Any] | None = None,
         *,
         page_changing: bool = False,
-        timeout: float = 10.0,  # noqa: ASYNC109 - the seam's deadline travels with the call
+        timeout: float = 10.0,
     ) -> dict[str, Any]:
         """Send one command; raise ``CdpError`` on a CDP error or ``REQUEST_TIMEOUT``."""
         if self._closed:
@@ -122,7 +122,7 @@ class CdpWsSession:
         method: str,
         predicate: Callable[[Event], bool] | None = None,
         *,
-        timeout: float = 10.0,  # noqa: ASYNC109 - a deadline is part of the helper's contract
+        timeout: float = 10.0,
         since: int = 0,
     ) -> Event:
         """Return the first event ``method`` (matching ``predicate``) at or after ``since``.
@@ -147,7 +147,7 @@ class CdpWsSession:
         finally:
             self._event_waiters.remove(entry)
 
-    async def navigate(self, url: str, *, timeout: float = 10.0) -> None:  # noqa: ASYNC109
+    async def navigate(self, url: str, *, timeout: float = 10.0) -> None:
         """Navigate the tab and wait for its load event."""
         await self.send("Page.enable")
         mark = len(self.events)
