@@ -5,7 +5,8 @@ frame once at the edge (:func:`messages.wire.parse_inbound`), guards everything 
 frame for Chrome exceeds 1,048,576 bytes (protocol.md section 5) — and owns the connection's
 :class:`actors.cdp_proxy.CdpProxy` (browser calls and their answers).
 
-Everything about sessions and turns is the :class:`actors.agent.AgentHub`'s: the connection hands
+Everything about sessions and turns is the agent hub's (``supervisors.agent.AgentHub``, seen
+through the :class:`ConnectionHub` protocol): the connection hands
 each parsed message over. Without a hub (a bare link, in tests) it still answers ``hello``,
 ``session.start`` (with the initial push of section 3b) and ``ping``, and ends every
 ``chat.send`` with ``chat.error`` + ``status.error``.
@@ -21,7 +22,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
@@ -78,7 +79,35 @@ from messages.wire_outbound import (
 )
 
 if TYPE_CHECKING:
-    from actors.agent import AgentHub
+    from actors.session_router import RouteTable
+    from actors.store import ChatStore
+
+
+class ConnectionHub(Protocol):
+    """What a connection hands its messages to (``supervisors.agent.ConnectionHub``)."""
+
+    store: ChatStore
+
+    @property
+    def table(self) -> RouteTable: ...
+    @property
+    def model_id(self) -> str: ...
+    def link_opened(self, conn: Connection) -> None: ...
+    async def link_closed(self, conn: Connection) -> None: ...
+    async def session_start(self, conn: Connection, start: SessionStart) -> None: ...
+    async def session_end(self, conn: Connection, session_id: str) -> None: ...
+    async def chat_send(self, conn: Connection, send: ChatSend) -> None: ...
+    async def chat_cancel(self, conn: Connection, session_id: str, turn_id: str | None) -> None: ...
+    def is_running(self, session_id: str) -> bool: ...
+    async def list_models(self) -> list[ModelInfo]: ...
+    def set_model(self, model_id: str) -> None: ...
+    async def refresh_auth(self) -> AuthStatus: ...
+    async def config_get(self) -> tuple[dict[str, Any], dict[str, Any]]: ...
+    async def config_set(self, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]: ...
+    async def doctor(self) -> list[dict[str, Any]]: ...
+    def approval_response(self, conn: Connection, msg: ApprovalResponse) -> None: ...
+    def user_answer(self, conn: Connection, msg: UserAnswer) -> None: ...
+
 
 __all__ = ["SERVER_PROTOCOLS", "Connection", "ConnectionInfo", "Inbound"]
 
@@ -119,7 +148,7 @@ class Connection(Actor[Inbound]):
         stream: LinkStream,
         server_version: str,
         model_id: Callable[[], str] = lambda: "",
-        hub: AgentHub | None = None,
+        hub: ConnectionHub | None = None,
     ) -> None:
         self.info = info
         self._stream = stream
@@ -218,7 +247,7 @@ class Connection(Actor[Inbound]):
             await self._to_hub(self.hub, parsed)
         return None
 
-    async def _to_hub(self, hub: AgentHub, parsed: Any) -> None:
+    async def _to_hub(self, hub: ConnectionHub, parsed: Any) -> None:
         if isinstance(parsed, SessionStart):
             await hub.session_start(self, parsed)
         elif isinstance(parsed, SessionEnd):
@@ -278,7 +307,7 @@ class Connection(Actor[Inbound]):
             self.info.install_id if self.info.protocol >= 2 and self.info.install_id else "default"
         )
 
-    async def _chat_list(self, hub: AgentHub) -> None:
+    async def _chat_list(self, hub: ConnectionHub) -> None:
         chats = hub.store.list_chats(self.scope)
         await self.send(
             ChatListResult(
@@ -294,7 +323,7 @@ class Connection(Actor[Inbound]):
             )
         )
 
-    async def _chat_history(self, hub: AgentHub, req: ChatHistory) -> None:
+    async def _chat_history(self, hub: ConnectionHub, req: ChatHistory) -> None:
         v2 = self.info.protocol >= 2
         page = hub.store.history(
             self.scope,
@@ -308,19 +337,15 @@ class Connection(Actor[Inbound]):
         )
         await self.send(result)
 
-    async def _chat_delete(self, hub: AgentHub, chat_id: str) -> None:
-        running = any(
-            t.session_id == chat_id
-            for t in (hub._scheduler_actor.queue.running() if hub._scheduler_actor else [])
-        )
-        ok = False if running else hub.store.delete(self.scope, chat_id)
+    async def _chat_delete(self, hub: ConnectionHub, chat_id: str) -> None:
+        ok = False if hub.is_running(chat_id) else hub.store.delete(self.scope, chat_id)
         await self.send(ChatDeleteResult(id=chat_id, ok=ok))
 
-    async def _history_clear(self, hub: AgentHub, session_id: str) -> None:
+    async def _history_clear(self, hub: ConnectionHub, session_id: str) -> None:
         entry = hub.table.lookup(session_id)
         if entry is None or entry.link.link_id != self.info.link_id:
             return
-        if not hub._is_running(session_id):
+        if not hub.is_running(session_id):
             hub.store.delete(self.scope, session_id)
 
     async def _bare(self, parsed: Any) -> None:

@@ -19,16 +19,16 @@ Registration rules:
 - A chat's id is the ``sessionId`` that created it; chats are scoped per install (v2
   ``installId``) or ``default`` (v1).
 
-Rebuilding after a restart: the table holds only live registrations, so a restarted router
+Rebuilding after a restart: the table is plain data owned by the daemon's agent hub and handed to
+each incarnation, so a restarted router keeps every live registration. A restarted *daemon*
 starts empty and fills again as the relays re-send their ``session.start`` (protocol.md
-section 6); nothing is lost with it.
+section 6).
 """
 
 from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -253,9 +253,10 @@ class SessionRouter(Actor[RouterMsg]):
     mailbox_size = 1024
     overflow = Overflow.WAIT
 
-    def __init__(self, *, on_moved: Callable[[int, str], Any] | None = None) -> None:
-        self.table = RouteTable()
-        self._on_moved = on_moved
+    def __init__(self, table: RouteTable | None = None) -> None:
+        # The table may outlive this incarnation (the hub passes one in): a restarted router
+        # keeps every live registration, so no panel has to register again.
+        self.table = table if table is not None else RouteTable()
 
     async def handle(self, msg: RouterMsg) -> Any:
         if isinstance(msg, Register):

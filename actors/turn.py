@@ -29,7 +29,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from actors.model_gateway import ModelError
 from actors.turn_scheduler import CancelReason, TurnTicket
@@ -46,9 +46,38 @@ from messages.wire_outbound import (
 )
 
 if TYPE_CHECKING:
-    from actors.agent import AgentHub
+    from actors.browser_tools import ToolResultView, TurnBrowser
+    from actors.model_gateway import ModelGateway
+    from actors.store import ChatStore
 
-__all__ = ["SYSTEM_PROMPT", "TurnRequest", "run_turn", "trim_args"]
+
+class TurnHost(Protocol):
+    """What a turn needs from the daemon's agent hub (``supervisors.agent.AgentHub``)."""
+
+    store: ChatStore
+    max_iterations: int
+
+    async def emit(self, session_id: str, msg: OutboundModel) -> bool: ...
+    def undelivered_end(self, session_id: str, end: list[OutboundModel]) -> None: ...
+    def cancel_reason(self, turn_id: str) -> CancelReason | None: ...
+    async def turn_finished(self, ticket: TurnTicket) -> None: ...
+    async def release_control(self, ticket: TurnTicket) -> None: ...
+    async def browser_for(self, ticket: TurnTicket) -> TurnBrowser | None: ...
+    def tool_definitions(self, session_id: str, browser: bool) -> list[dict[str, Any]]: ...
+    def model(self) -> ModelGateway: ...
+    def is_page_changing(self, name: str) -> bool: ...
+    def bad_arguments(self, name: str, problem: str) -> ToolResultView: ...
+    async def run_tool(
+        self,
+        ticket: TurnTicket,
+        browser: TurnBrowser | None,
+        name: str,
+        args: dict[str, Any],
+        call_id: str | None = None,
+    ) -> ToolResultView: ...
+
+
+__all__ = ["SYSTEM_PROMPT", "TurnHost", "TurnRequest", "run_turn", "trim_args"]
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +125,7 @@ def trim_args(args: Any, limit: int = MAX_ARG_CHARS) -> Any:
     return args
 
 
-async def run_turn(hub: AgentHub, req: TurnRequest) -> None:
+async def run_turn(hub: TurnHost, req: TurnRequest) -> None:
     """Run one turn to its single end. Never raises (but re-raises cancellation at the end)."""
     ticket = req.ticket
     sid = ticket.session_id
@@ -133,7 +162,7 @@ async def run_turn(hub: AgentHub, req: TurnRequest) -> None:
 
 
 async def _end(
-    hub: AgentHub,
+    hub: TurnHost,
     req: TurnRequest,
     state: _TurnState,
     chat: Any,
@@ -171,7 +200,7 @@ async def _end(
 
 
 async def _loop(
-    hub: AgentHub,
+    hub: TurnHost,
     req: TurnRequest,
     state: _TurnState,
     chat: Any,
@@ -229,7 +258,7 @@ async def _loop(
 
 
 async def _run_tool(
-    hub: AgentHub,
+    hub: TurnHost,
     ticket: TurnTicket,
     state: _TurnState,
     chat: Any,

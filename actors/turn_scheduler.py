@@ -219,8 +219,9 @@ class Reclaim:
 
 SchedulerMsg = SubmitTurn | TurnEnded | CancelTurns | DropLinkTurns | YieldSlot | Reclaim
 
-#: Starts a turn's task; the scheduler keeps it to cancel it. The task must end the turn itself.
-Launch = Callable[[TurnTicket], "asyncio.Task[None]"]
+#: Starts a turn's task (a supervised temporary child); the scheduler keeps it to cancel it. The
+#: task must end the turn itself.
+Launch = Callable[[TurnTicket], Awaitable["asyncio.Task[None]"]]
 #: Ends a turn that never ran (cancelled while queued, or its connection dropped).
 EndQueued = Callable[[TurnTicket, ErrorCode], Awaitable[None]]
 #: Tells a waiting turn its place in line (v2 ``chat.queued``).
@@ -251,7 +252,7 @@ class TurnScheduler(Actor[SchedulerMsg]):
         if isinstance(msg, SubmitTurn):
             decision = self.queue.submit(msg.ticket)
             if isinstance(decision, Start):
-                self._start(decision.ticket)
+                await self._start(decision.ticket)
             return decision
         if isinstance(msg, TurnEnded):
             self._tasks.pop(msg.turn_id, None)
@@ -269,12 +270,12 @@ class TurnScheduler(Actor[SchedulerMsg]):
             self.queue.reclaim(msg.turn_id)
         return None
 
-    def _start(self, ticket: TurnTicket) -> None:
-        self._tasks[ticket.turn_id] = self._launch(ticket)
+    async def _start(self, ticket: TurnTicket) -> None:
+        self._tasks[ticket.turn_id] = await self._launch(ticket)
 
     async def _started(self, tickets: list[TurnTicket]) -> None:
         for ticket in tickets:
-            self._start(ticket)
+            await self._start(ticket)
         if tickets:
             await self._report_positions()
 
@@ -298,9 +299,21 @@ class TurnScheduler(Actor[SchedulerMsg]):
             await self._report_positions()
 
     async def on_stop(self) -> None:
-        self._cancel_all()
+        await self._fail_held()
 
     async def on_failure(self, exc: BaseException) -> None:
+        log.error("the turn scheduler crashed; ending every turn it held")
+        await self._fail_held()
+
+    async def _fail_held(self) -> None:
+        """A stopping or crashed scheduler fails what it holds with a definite end: waiting
+        turns get ``chat.error`` here; running ones are cancelled and end themselves."""
+        for ticket in self.queue.waiting():
+            try:
+                await self._end_queued(ticket, ErrorCode.INTERNAL)
+            except Exception:  # the connection may be gone: the journal has the turn
+                log.exception("could not end queued turn %s", ticket.turn_id)
+        self.queue = TurnQueue(self.queue.limit, same_session=self.queue.same_session)
         self._cancel_all()
 
     def _cancel_all(self) -> None:

@@ -30,7 +30,6 @@ from typing import Any
 
 import orjson
 
-from actors.agent import AgentHub, AgentSettings
 from actors.connection import Connection, ConnectionInfo, Inbound
 from actors.link_stream import LinkBroken, LinkStream, peer_uid
 from actors.model_gateway import ModelSettings
@@ -49,6 +48,7 @@ from nativehost.config import Config, load_config
 from nativehost.home import ensure_private_dir, run_dir, socket_path
 from nativehost.link import tcp_endpoint_path
 from nativehost.settings import HostSettings
+from supervisors.agent import AgentHub, AgentSettings
 
 __all__ = ["DaemonServer", "model_settings"]
 

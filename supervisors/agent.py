@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from actors.browser_tools import AskUserArgs, ToolResultView, ToolRunner, TurnBrowser
 from actors.model_gateway import ModelError, ModelGateway, ModelSettings
 from actors.prompts import PromptBroker
-from actors.runtime import ActorRef, spawn
+from actors.runtime import Ref
 from actors.session_router import (
     DropLink,
     LinkFacts,
@@ -38,6 +38,7 @@ from actors.session_router import (
     RegisterOutcome,
     RegisterResult,
     RouterMsg,
+    RouteTable,
     SessionRouter,
     Unregister,
 )
@@ -78,6 +79,8 @@ from messages.wire_outbound import (
     SessionReady,
     UserAsk,
 )
+from supervisors.policy import RestartIntensity, RestartType, Strategy
+from supervisors.supervisor import ChildSpec, Supervisor, TaskChild
 
 if TYPE_CHECKING:
     from actors.connection import Connection
@@ -134,10 +137,9 @@ class AgentHub:
         self.store = store or ChatStore(settings.home / "sessions")
         self.max_iterations = settings.max_iterations
         self.connections: dict[int, Connection] = {}
-        self._router_actor = SessionRouter()
-        self._router: ActorRef[RouterMsg] | None = None
+        self._table = RouteTable()
         self._scheduler_actor: TurnScheduler | None = None
-        self._scheduler: ActorRef[SchedulerMsg] | None = None
+        self._sup: Supervisor | None = None
         self._turn_tasks: set[asyncio.Task[None]] = set()
         self._texts: dict[str, TurnRequest] = {}
         self._model: ModelGateway | None = None
@@ -161,15 +163,18 @@ class AgentHub:
     # -- lifecycle --------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self._router = await spawn(self._router_actor, name="session-router")
-        self._scheduler_actor = TurnScheduler(
-            launch=self._launch,
-            end_queued=self._end_queued,
-            notify_queued=self._notify_queued,
-            limit=self.settings.turn_concurrency,
-            same_session=self.settings.same_session,
+        """Start the agent's supervision tree (one_for_one): the SessionRouter, the
+        TurnScheduler, and — added as they start — each turn as a temporary task child."""
+        self._sup = Supervisor(
+            "agent",
+            [
+                ChildSpec("session-router", start=lambda: SessionRouter(self._table)),
+                ChildSpec("turn-scheduler", start=self._new_scheduler),
+            ],
+            strategy=Strategy.ONE_FOR_ONE,
+            intensity=RestartIntensity(5, 10.0),
         )
-        self._scheduler = await spawn(self._scheduler_actor, name="turn-scheduler")
+        await self._sup.start()
         if self.settings.model is not None:
             self._model = ModelGateway(self.settings.model)
         self._own(self._check_auth(), "auth-check")
@@ -225,22 +230,40 @@ class AgentHub:
     async def doctor(self) -> list[dict[str, Any]]:
         return await self.services.doctor() if self.services is not None else []
 
+    def _new_scheduler(self) -> TurnScheduler:
+        limit = self.settings.turn_concurrency
+        self._scheduler_actor = TurnScheduler(
+            launch=self._launch,
+            end_queued=self._end_queued,
+            notify_queued=self._notify_queued,
+            limit=limit,
+            same_session=self.settings.same_session,
+        )
+        return self._scheduler_actor
+
+    @property
+    def _router(self) -> Ref[RouterMsg] | None:
+        return self._sup.ref("session-router") if self._sup is not None else None
+
+    @property
+    def _scheduler(self) -> Ref[SchedulerMsg] | None:
+        return self._sup.ref("turn-scheduler") if self._sup is not None else None
+
     async def stop(self) -> None:
-        if self._scheduler is not None:
-            await self._scheduler.stop(timeout=5.0)
+        """Stop the tree: turns first (each ends definitely), then the scheduler and router."""
+        if self._sup is not None:
+            await self._sup.stop(timeout=5.0)
         for task in list(self._turn_tasks):
             task.cancel()
         if self._turn_tasks:
             await asyncio.wait(self._turn_tasks, timeout=5.0)
-        if self._router is not None:
-            await self._router.stop(timeout=2.0)
         if self._model is not None:
             await self._model.aclose()
         await self.store.close()
 
     @property
-    def table(self) -> Any:
-        return self._router_actor.table
+    def table(self) -> RouteTable:
+        return self._table
 
     # -- output -----------------------------------------------------------------------------------
 
@@ -368,7 +391,7 @@ class AgentHub:
 
     async def _settle_cut_turn(self, conn: Connection, result: RegisterResult) -> None:
         entry = result.entry
-        if self._is_running(entry.session_id):
+        if self.is_running(entry.session_id):
             return
         undelivered = self._undelivered.pop(entry.session_id, None)
         if undelivered is not None:
@@ -405,7 +428,8 @@ class AgentHub:
 
     # -- turns ------------------------------------------------------------------------------------
 
-    def _is_running(self, session_id: str) -> bool:
+    def is_running(self, session_id: str) -> bool:
+        """Has *session_id* a turn running or waiting?"""
         return self._scheduler_actor is not None and any(
             t.session_id == session_id
             for t in self._scheduler_actor.queue.running() + self._scheduler_actor.queue.waiting()
@@ -461,13 +485,20 @@ class AgentHub:
             sid, code, stored.message or "This turn already ended with an error."
         )
 
-    def _launch(self, ticket: TurnTicket) -> asyncio.Task[None]:
+    async def _launch(self, ticket: TurnTicket) -> asyncio.Task[None]:
+        """Start a turn as a temporary task child of the agent supervisor."""
         req = self._texts.pop(ticket.turn_id)
-        task = asyncio.get_running_loop().create_task(
-            run_turn(self, req), name=f"turn:{ticket.turn_id}"
+        assert self._sup is not None
+        child = await self._sup.start_child(
+            ChildSpec(
+                f"turn:{ticket.turn_id}",
+                task=lambda: run_turn(self, req),
+                restart=RestartType.TEMPORARY,
+                shutdown_timeout=5.0,
+            )
         )
-        self._turn_tasks.add(task)
-        task.add_done_callback(self._turn_tasks.discard)
+        assert isinstance(child, TaskChild)
+        task: asyncio.Task[None] = child.task  # type: ignore[assignment]
         return task
 
     async def _end_queued(self, ticket: TurnTicket, code: ErrorCode) -> None:
