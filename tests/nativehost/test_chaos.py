@@ -1,0 +1,141 @@
+"""``browy chaos`` in CI: a seeded in-process run with every in-process fault kind, its invariants
+asserted one by one, plus the command line and the known daemon bugs (strict xfail)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from nativehost.chaos import (
+    IN_PROCESS_FAULTS,
+    ChaosOptions,
+    ChaosReport,
+    build_script,
+    format_table,
+    main,
+    run_chaos,
+)
+from nativehost.model_server import load_script
+
+CI_SEED = 1
+CI_OPTIONS = ChaosOptions(
+    seed=CI_SEED,
+    duration=20.0,
+    sessions=6,
+    faults=IN_PROCESS_FAULTS,
+    # Router and scheduler crashes are not recovered from yet: see the xfail test below.
+    actor_targets=("connection",),
+)
+
+
+@pytest.fixture(scope="module")
+def report() -> ChaosReport:
+    result = asyncio.run(run_chaos(CI_OPTIONS))
+    print(format_table(result))
+    return result
+
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.timeout(150)
+def test_every_in_process_fault_kind_was_injected(report: ChaosReport) -> None:
+    missing = [k for k in IN_PROCESS_FAULTS if report.faults_injected.get(k, 0) == 0]
+    assert missing == []
+    assert report.turns_run > 50
+    assert report.turns_completed > report.turns_run // 2
+
+
+def test_every_turn_ended_and_none_hung(report: ChaosReport) -> None:
+    assert report.hung == 0, report.problems
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="daemon bug, timing-dependent: after a link drop a panel sometimes gets a second "
+    "chat.error for a turn the relay already ended (see the harness report)",
+)
+def test_no_turn_got_a_second_end(report: ChaosReport) -> None:
+    assert report.extra_ends == 0, report.problems
+
+
+def test_no_page_changing_command_was_executed_twice(report: ChaosReport) -> None:
+    assert report.page_changing_executed > 0
+    assert report.duplicated == 0, report.problems
+
+
+def test_every_interrupted_page_changing_command_was_reported_unknown(
+    report: ChaosReport,
+) -> None:
+    assert report.not_unknown == 0, report.problems
+
+
+def test_every_completed_turn_is_in_the_journal(report: ChaosReport) -> None:
+    assert report.not_journaled == 0, report.problems
+
+
+def test_a_turn_completed_after_every_fault(report: ChaosReport) -> None:
+    assert report.lost == 0, report.problems
+    assert set(report.recovery_ms) == {k for k, n in report.faults_injected.items() if n}
+
+
+def test_open_fds_and_memory_stay_flat(report: ChaosReport) -> None:
+    assert report.invariants["flat"], (report.fds, report.rss)
+
+
+def test_the_report_has_json_and_a_table(report: ChaosReport) -> None:
+    data = json.loads(json.dumps(report.as_json()))
+    assert data["hung"] == 0 and data["ok"] is report.ok
+    assert set(data["invariants"]) == {
+        "one_end", "no_duplicate", "unknown_reported", "journaled", "recovered", "flat"
+    }  # fmt: skip
+    table = format_table(report)
+    assert "recovery p50 ms" in table and table.endswith("OK" if report.ok else "not hold")
+
+
+def test_the_script_gives_every_turn_a_tool_step_and_an_answer() -> None:
+    script = load_script(build_script(2, 3, {(1, 2): "model_5xx"}))
+    assert len(script.steps) == 2 * 3 * 2 + 1
+    assert script.steps[0].tool_calls[0].name == "new_tab"
+
+
+@pytest.mark.timeout(60)
+def test_the_command_line_runs_writes_json_and_exits_zero(tmp_path: Path) -> None:
+    out = io.StringIO()
+    path = tmp_path / "chaos.json"
+    code = main(
+        ["--seed", "3", "--duration", "3", "--sessions", "2", "--faults", "frame_duplicate",
+         "--json", str(path)],
+        out,
+    )  # fmt: skip
+    assert code == 0, out.getvalue()
+    assert json.loads(path.read_text())["ok"] is True
+    assert "turns run" in out.getvalue()
+
+
+def test_unknown_fault_kinds_are_refused_with_exit_2() -> None:
+    assert main(["--faults", "meteor_strike"], io.StringIO()) == 2
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.xfail(
+    strict=True,
+    reason="daemon bug: AgentHub spawns SessionRouter and TurnScheduler unsupervised "
+    "(supervisors/agent.py AgentHub.start); once the scheduler is gone every chat.send makes the "
+    "Connection crash (ActorStopped from scheduler.ask), so no turn completes again",
+)
+def test_the_daemon_recovers_when_its_turn_scheduler_goes() -> None:
+    opts = ChaosOptions(
+        seed=5,
+        duration=8.0,
+        sessions=3,
+        faults=("actor_crash",),
+        actor_targets=("turn-scheduler",),
+        turn_deadline=6.0,
+    )
+    result = asyncio.run(run_chaos(opts))
+    assert result.invariants["recovered"], format_table(result)
