@@ -1,9 +1,12 @@
 """The ``browy`` command.
 
 Subcommands are rows of :data:`COMMANDS`: a name, a help line, a function that adds the
-subcommand's arguments, and a handler ``(args, ctx) -> exit code``. Adding ``run``, ``chat``,
-``demo``, ``model-server`` or ``sessions`` later is one more row; heavy modules are imported inside
-handlers so ``browy --help`` stays fast.
+subcommand's arguments, and a handler ``(args, ctx) -> exit code``. Adding a command is one
+more row; heavy modules are imported inside handlers so ``browy --help`` stays fast.
+
+``demo``, ``run``, ``chat``/``repl`` and ``sessions`` live in :mod:`nativehost.demo` and
+:mod:`nativehost.terminal`; ``model-server`` and ``chaos`` pass their arguments on to
+:func:`nativehost.model_server.main` and ``nativehost.chaos.main``.
 
 Exit codes: 0 success; 1 a check or operation failed (``doctor`` found a problem); 2 the user's
 input or environment is wrong (bad arguments, invalid config, no browser found, permission
@@ -23,7 +26,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, NoReturn
+from typing import IO, NoReturn, TextIO, cast
 
 from nativehost.home import browy_home, log_dir
 from nativehost.platforms import Platform, UnsupportedPlatform
@@ -69,6 +72,8 @@ class Command:
     help: str
     configure: Callable[[argparse.ArgumentParser], None]
     handler: Handler
+    # Every argument after the name (``--help`` included) goes to the handler as ``args.args``.
+    passthrough: bool = False
 
 
 # --------------------------------------------------------------------------------------------
@@ -306,6 +311,182 @@ def _daemon(args: argparse.Namespace, ctx: Context) -> int:
 
 
 # --------------------------------------------------------------------------------------------
+# demo, run, chat, sessions (asyncio inside; the modules are imported by the handlers)
+
+
+def _configure_demo(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, metavar="DIR", help="where to save the screenshots")
+    model = p.add_mutually_exclusive_group()
+    model.add_argument(
+        "--real-model",
+        dest="real_model",
+        action="store_true",
+        default=None,
+        help="let your configured model solve the task (default when one is configured)",
+    )
+    model.add_argument(
+        "--scripted",
+        dest="real_model",
+        action="store_false",
+        help="use the built-in scripted model even if a real one is configured",
+    )
+    p.add_argument(
+        "--headless",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run Chromium without a window (default: when there is no display)",
+    )
+    p.add_argument("--keep-open", action="store_true", help="leave everything up until Ctrl-C")
+    p.add_argument(
+        "--no-panel", action="store_true", help="skip the side panel follow-up and screenshot"
+    )
+    p.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS", help="per turn")
+
+
+def _demo(args: argparse.Namespace, ctx: Context) -> int:
+    import asyncio
+
+    from nativehost.demo import DemoOptions, run_demo
+
+    opts = DemoOptions(
+        out_dir=args.out,
+        real_model=args.real_model,
+        keep_open=args.keep_open,
+        headless=args.headless,
+        turn_timeout=args.timeout,
+        panel=not args.no_panel,
+        color=ctx.stdout.isatty(),
+    )
+    return asyncio.run(run_demo(opts, env=ctx.env, out=ctx.stdout)).exit_code
+
+
+def _browser_choice(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--launch",
+        action="store_true",
+        help="always launch a private Chromium, even if your browser is connected",
+    )
+    p.add_argument("--session", metavar="ID", help="continue this chat session (cli-...)")
+    p.add_argument("-y", "--yes", action="store_true", help="approve every guarded action")
+    p.add_argument(
+        "--headless",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a launched Chromium has no window (default: when there is no display)",
+    )
+
+
+def _configure_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("task", metavar="TASK", help="what to do, in plain words")
+    p.add_argument("--url", help="start at this page")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after this long")
+    _browser_choice(p)
+
+
+def _run(args: argparse.Namespace, ctx: Context) -> int:
+    import asyncio
+
+    from nativehost.launch import LaunchError
+    from nativehost.link import DaemonUnavailable
+    from nativehost.terminal import run_task
+
+    try:
+        return asyncio.run(
+            run_task(
+                args.task,
+                user_home=ctx.home,
+                env=dict(ctx.env),
+                out=ctx.stdout,
+                url=args.url,
+                launch=args.launch,
+                auto_yes=args.yes,
+                session_id=args.session,
+                headless=args.headless,
+                timeout=args.timeout,
+            )
+        )
+    except (LaunchError, DaemonUnavailable, TimeoutError) as exc:
+        raise UserError(str(exc)) from None
+
+
+def _chat(args: argparse.Namespace, ctx: Context) -> int:
+    import asyncio
+
+    from nativehost.launch import LaunchError
+    from nativehost.link import DaemonUnavailable
+    from nativehost.terminal import chat_loop
+
+    try:
+        return asyncio.run(
+            chat_loop(
+                user_home=ctx.home,
+                env=dict(ctx.env),
+                out=ctx.stdout,
+                launch=args.launch,
+                auto_yes=args.yes,
+                session_id=args.session,
+                headless=args.headless,
+            )
+        )
+    except (LaunchError, DaemonUnavailable, TimeoutError) as exc:
+        raise UserError(str(exc)) from None
+
+
+def _configure_sessions(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="sessions_action", metavar="ACTION", required=True)
+    ls = sub.add_parser("list", help="the terminal's stored chats, newest first")
+    ls.add_argument("--json", action="store_true")
+    show = sub.add_parser("show", help="print one chat")
+    show.add_argument("id", metavar="ID")
+    show.add_argument("--json", action="store_true")
+    delete = sub.add_parser("delete", help="delete one chat")
+    delete.add_argument("id", metavar="ID")
+
+
+def _sessions(args: argparse.Namespace, ctx: Context) -> int:
+    import asyncio
+
+    from nativehost.link import DaemonUnavailable
+    from nativehost.terminal import sessions_command
+
+    try:
+        return asyncio.run(
+            sessions_command(
+                ctx.home,
+                args.sessions_action,
+                getattr(args, "id", None),
+                ctx.stdout,
+                as_json=getattr(args, "json", False),
+            )
+        )
+    except (DaemonUnavailable, TimeoutError) as exc:
+        raise UserError(str(exc)) from None
+
+
+def _model_server(args: argparse.Namespace, ctx: Context) -> int:
+    from nativehost.model_server import main as model_server_main
+
+    try:
+        return model_server_main(args.args, out=cast(TextIO, ctx.stdout))
+    except SystemExit as exc:  # its own argparse: --help, or bad arguments (2)
+        return exc.code if isinstance(exc.code, int) else 0
+
+
+def _chaos(args: argparse.Namespace, ctx: Context) -> int:
+    try:
+        chaos = importlib.import_module("nativehost.chaos")
+    except ImportError as exc:
+        raise UserError(f"the chaos harness is not available in this build ({exc})") from None
+    entry = getattr(chaos, "main", None)
+    if entry is None:
+        raise UserError("nativehost.chaos has no main(argv): the chaos harness is unfinished")
+    try:
+        return int(entry(args.args))
+    except SystemExit as exc:  # its own argparse: --help, or bad arguments (2)
+        return exc.code if isinstance(exc.code, int) else 0
+
+
+# --------------------------------------------------------------------------------------------
 
 COMMANDS: dict[str, Command] = {
     "install-host": Command(
@@ -319,7 +500,24 @@ COMMANDS: dict[str, Command] = {
     ),
     "logs": Command("print the host log", _configure_logs, _logs),
     "daemon": Command("start, stop or query the daemon", _configure_daemon, _daemon),
-    # Later: "run", "chat", "demo", "model-server", "sessions".
+    "demo": Command(
+        "run the offline demo: Chromium, the extension, a local shop, one agent turn",
+        _configure_demo,
+        _demo,
+    ),
+    "run": Command("run one task in the browser from the terminal", _configure_run, _run),
+    "chat": Command("chat with the agent in the terminal", _browser_choice, _chat),
+    "repl": Command("the same as chat", _browser_choice, _chat),
+    "sessions": Command(
+        "list, show or delete the terminal's chats", _configure_sessions, _sessions
+    ),
+    "model-server": Command(
+        "serve the scripted OpenAI-compatible model (no key needed)",
+        lambda p: None,
+        _model_server,
+        passthrough=True,
+    ),
+    "chaos": Command("the fault-injection harness", lambda p: None, _chaos, passthrough=True),
 }
 
 
@@ -340,7 +538,9 @@ def build_parser() -> argparse.ArgumentParser:
         dest="command", metavar="COMMAND", required=True, parser_class=_Parser
     )
     for name, cmd in COMMANDS.items():
-        cmd.configure(sub.add_parser(name, help=cmd.help, description=cmd.help))
+        cmd.configure(
+            sub.add_parser(name, help=cmd.help, description=cmd.help, add_help=not cmd.passthrough)
+        )
     return parser
 
 
@@ -364,7 +564,11 @@ def main(
     )
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if COMMANDS[args.command].passthrough:
+            args.args = extra
+        elif extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
     except _UsageError as exc:
         print(exc, file=ctx.stderr)
         return 2
