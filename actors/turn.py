@@ -59,6 +59,7 @@ class TurnHost(Protocol):
 
     async def emit(self, session_id: str, msg: OutboundModel) -> bool: ...
     def undelivered_end(self, session_id: str, end: list[OutboundModel]) -> None: ...
+    async def lost_end(self, ticket: TurnTicket, end: list[OutboundModel]) -> None: ...
     def cancel_reason(self, turn_id: str) -> CancelReason | None: ...
     async def turn_finished(self, ticket: TurnTicket) -> None: ...
     async def release_control(self, ticket: TurnTicket) -> None: ...
@@ -145,7 +146,7 @@ async def run_turn(hub: TurnHost, req: TurnRequest) -> None:
         elif reason is CancelReason.CONNECTION_LOST:
             outcome = ("error", ErrorCode.CONNECTION_LOST, "The browser connection was lost.")
         else:
-            outcome = ("error", ErrorCode.INTERNAL, "The Browy daemon is stopping.")
+            outcome = ("error", ErrorCode.INTERNAL, "The turn was stopped inside the host.")
     except ModelError as exc:
         outcome = ("error", exc.code, exc.wire_message)
     except BrowyError as exc:
@@ -178,21 +179,29 @@ async def _end(
         text = "\n\n".join(t for t in [text, partial] if t)
     end: list[OutboundModel]
     if kind in ("done", "cancelled"):
-        await chat.end_turn(ticket.turn_id, kind, text)
         end = [
             ChatDone(session_id=sid, text=text, tool_calls=state.tool_calls),
             EventActivity(session_id=sid, event="status.idle"),
         ]
     else:
         assert code is not None
-        await chat.end_turn(ticket.turn_id, "error", text, code.value, message)
         wire_code = code if ticket.protocol >= 2 else v1_chat_error_code(code)
         end = [
             ChatError(session_id=sid, message=message, code=wire_code),
             EventActivity(session_id=sid, event="status.error"),
         ]
-    delivered = await emit(end[0])
-    if delivered:
+    try:
+        # The journal records the end before the panel sees it.
+        journal_kind = kind if kind in ("done", "cancelled") else "error"
+        await chat.end_turn(ticket.turn_id, journal_kind, text, code.value if code else None,
+                            message or None)  # fmt: skip
+    except Exception:
+        # A journal that cannot record this end (the turn failed before its first record, or
+        # the disk failed) must never cost the panel its one end (section 3b).
+        log.exception("turn %s: the journal could not record its end", ticket.turn_id)
+    if code is ErrorCode.CONNECTION_LOST:
+        await hub.lost_end(ticket, end)
+    elif await emit(end[0]):
         await emit(end[1])
     else:
         hub.undelivered_end(sid, end)  # sent when the session registers again (section 6)

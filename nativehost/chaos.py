@@ -63,7 +63,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from supervisors.agent import AgentHub
 from actors.store import ChatStore, sessions_dir
 from actors.store_writer import safe_name, scan_records
 from nativehost.chaos_peer import (
@@ -340,11 +339,12 @@ class _Run:
             f"turn_concurrency = {min(64, max(4, self.opts.sessions))}\n"
         )
         config = load_config(self.home, env={})
-        server = DaemonServer(self.home, config, version="chaos")
-        # The store seam (ChatStore(fsync_fn=)): the hub is rebuilt around a store whose fsync
-        # can fail. DaemonServer takes no store of its own (see the report's notes).
-        server.hub = AgentHub(
-            server.hub.settings, store=ChatStore(sessions_dir(self.home), fsync_fn=self.fsync)
+        # The store seam (ChatStore(fsync_fn=)): a store whose fsync can fail.
+        server = DaemonServer(
+            self.home,
+            config,
+            version="chaos",
+            store=ChatStore(sessions_dir(self.home), fsync_fn=self.fsync),
         )
         self.server = server
         self._serve_task = asyncio.ensure_future(server.serve())
@@ -417,13 +417,10 @@ class _Run:
         hub = self.server.hub
         ref: Any = None
         if target == "connection":
-            # The daemon keeps its connection refs privately (see the report's notes).
-            refs = [r for _, r in self.server._links.values() if r is not None]
+            refs = self.server.connection_refs()
             ref = self.rng.choice(refs) if refs else None
-        elif target == "session-router":
-            ref = hub._router
         else:
-            ref = hub._scheduler
+            ref = hub.actor_refs().get(target)
         if ref is None or not ref.is_alive:
             return
         with contextlib.suppress(Exception):

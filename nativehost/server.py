@@ -33,7 +33,8 @@ import orjson
 from actors.connection import Connection, ConnectionInfo, Inbound
 from actors.link_stream import LinkBroken, LinkStream, peer_uid
 from actors.model_gateway import ModelSettings
-from actors.runtime import ActorRef, spawn
+from actors.runtime import ActorRef, Ref, spawn
+from actors.store import ChatStore
 from messages.errors import ErrorCode
 from messages.link import (
     LINK_VERSION_MAX,
@@ -91,7 +92,9 @@ def agent_settings(home: Path, config: Config, version: str) -> AgentSettings:
 
 
 class DaemonServer:
-    def __init__(self, home: Path, config: Config, *, version: str) -> None:
+    def __init__(
+        self, home: Path, config: Config, *, version: str, store: ChatStore | None = None
+    ) -> None:
         self.home = home
         self.config = config
         self.version = version
@@ -106,10 +109,15 @@ class DaemonServer:
         self._handlers: set[asyncio.Task[None]] = set()
         self.hub = AgentHub(
             agent_settings(home, config, version),
+            store=store,
             services=HostSettings(home),
             reload_settings=self._reload,
         )
         self.hub.services = HostSettings(home, tuple(self.hub.tools.registry.names()))
+
+    def connection_refs(self) -> list[Ref[Inbound]]:
+        """The live connections' actor refs (for the fault-injection harness)."""
+        return [ref for _, ref in self._links.values() if ref is not None]
 
     def _reload(self) -> AgentSettings:
         """Read config.toml again (after the options page saved it) with this process's env."""
@@ -128,12 +136,24 @@ class DaemonServer:
         await self._listen()
         log.info("browyd %s pid %d serving %s", self.version, os.getpid(), self.home)
         idle = asyncio.ensure_future(self._idle_watch())
+        stopped = asyncio.ensure_future(self._stop.wait())
+        agent = asyncio.ensure_future(self.hub.wait_stopped())
+        code = 0
         try:
-            await self._stop.wait()
+            await asyncio.wait({stopped, agent}, return_when=asyncio.FIRST_COMPLETED)
+            if agent.done():
+                # The agent's supervisor gave up (more restarts than its intensity allows): fail
+                # upward — the daemon exits and the relays start a fresh one (section 6).
+                log.error("the agent supervision tree stopped: %r; exiting", agent.exception())
+                code = 1
         finally:
             idle.cancel()
+            stopped.cancel()
+            agent.cancel()
+            with contextlib.suppress(BaseException):
+                await agent
             await self._shutdown()
-        return 0
+        return code
 
     async def _listen(self) -> None:
         ensure_private_dir(run_dir(self.home))

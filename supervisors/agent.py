@@ -20,6 +20,7 @@ the relay already ended it (``turns_ended`` link control), and journals it as in
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import secrets
 from collections.abc import Callable
@@ -30,14 +31,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from actors.browser_tools import AskUserArgs, ToolResultView, ToolRunner, TurnBrowser
 from actors.model_gateway import ModelError, ModelGateway, ModelSettings
 from actors.prompts import PromptBroker
-from actors.runtime import Ref
+from actors.runtime import ActorError, Ref
 from actors.session_router import (
     DropLink,
     LinkFacts,
     Register,
     RegisterOutcome,
     RegisterResult,
-    RouterMsg,
     RouteTable,
     SessionRouter,
     Unregister,
@@ -52,7 +52,6 @@ from actors.turn_scheduler import (
     Queued,
     Reclaim,
     Refused,
-    SchedulerMsg,
     SubmitTurn,
     TurnEnded,
     TurnScheduler,
@@ -151,6 +150,8 @@ class AgentHub:
         )
         self._ended_by_relay: set[str] = set()
         self._undelivered: dict[str, list[OutboundModel]] = {}
+        # Turns ended while still queued (recent ones): a failed submit must not end them twice.
+        self._ended_queued: collections.deque[str] = collections.deque(maxlen=1024)
         self.tools = ToolRunner(
             home=settings.home,
             allow_host_code=settings.allow_host_code,
@@ -241,13 +242,43 @@ class AgentHub:
         )
         return self._scheduler_actor
 
-    @property
-    def _router(self) -> Ref[RouterMsg] | None:
-        return self._sup.ref("session-router") if self._sup is not None else None
+    async def wait_stopped(self) -> None:
+        """Return (or raise the escalation) when the agent's supervision tree has stopped."""
+        assert self._sup is not None
+        await self._sup.wait_stopped()
 
-    @property
-    def _scheduler(self) -> Ref[SchedulerMsg] | None:
-        return self._sup.ref("turn-scheduler") if self._sup is not None else None
+    def actor_refs(self) -> dict[str, Ref[Any]]:
+        """The current incarnation of each agent actor, by name (for the fault harness)."""
+        if self._sup is None:
+            return {}
+        return {name: self._sup.ref(name) for name in ("session-router", "turn-scheduler")}
+
+    async def _current(self, name: str) -> Ref[Any]:
+        """The running incarnation of child *name*, waiting through a restart (bounded)."""
+        assert self._sup is not None
+        try:
+            return self._sup.ref(name)
+        except LookupError:
+            await self._sup.wait_child(name, timeout=5.0)
+            return self._sup.ref(name)
+
+    async def _tell(self, name: str, msg: Any) -> None:
+        """Tell an agent actor; a message that meets a restart goes to the next incarnation.
+
+        Only for messages that are safe to deliver again (cancel, drop, slot bookkeeping).
+        """
+        try:
+            await (await self._current(name)).tell(msg)
+        except ActorError:
+            await (await self._current(name)).tell(msg)
+
+    async def _ask(self, name: str, msg: Any, *, retry: bool = True) -> Any:
+        try:
+            return await (await self._current(name)).ask(msg, timeout=5.0)
+        except ActorError:
+            if not retry:
+                raise
+            return await (await self._current(name)).ask(msg, timeout=5.0)
 
     async def stop(self) -> None:
         """Stop the tree: turns first (each ends definitely), then the scheduler and router."""
@@ -281,6 +312,26 @@ class AgentHub:
             return False
         return await conn.send(msg)
 
+    async def lost_end(self, ticket: TurnTicket, end: list[OutboundModel]) -> None:
+        """The end of a turn whose connection was lost (protocol.md section 6).
+
+        The relay that survived the drop ended the turn itself and said so (``turns_ended``):
+        then nothing more is sent. If the session is already back on another connection that
+        did not see the turn (a new relay after a service-worker restart), it gets the end now;
+        if it is registered nowhere yet, the end waits for its ``session.start``.
+        """
+        sid = ticket.session_id
+        if sid in self._ended_by_relay:
+            self._ended_by_relay.discard(sid)
+            return
+        entry = self.table.lookup(sid)
+        conn = self.connections.get(entry.link.link_id) if entry is not None else None
+        if conn is not None and conn.info.link_id != ticket.link_id:
+            for msg in end:
+                await conn.send(_for_protocol(msg, conn.info.protocol))
+            return
+        self.undelivered_end(sid, end)
+
     def undelivered_end(self, session_id: str, end: list[OutboundModel]) -> None:
         """A turn's end could not reach its panel: send it when the session registers again."""
         self._undelivered[session_id] = end
@@ -295,9 +346,8 @@ class AgentHub:
         link_id = conn.info.link_id
         self.connections.pop(link_id, None)
         conn.proxy.connection_lost()
-        assert self._scheduler is not None and self._router is not None
-        await self._scheduler.tell(DropLinkTurns(link_id=link_id))
-        await self._router.ask(DropLink(link_id=link_id), timeout=5.0)
+        await self._tell("turn-scheduler", DropLinkTurns(link_id=link_id))
+        await self._ask("session-router", DropLink(link_id=link_id))
 
     def turns_ended_by_relay(self, sessions: list[str]) -> None:
         self._ended_by_relay.update(sessions)
@@ -323,12 +373,12 @@ class AgentHub:
         return max(browsers, key=lambda c: c.last_active).info.link_id
 
     async def session_start(self, conn: Connection, start: SessionStart) -> None:
-        assert self._router is not None
         capabilities = start.capabilities
         browser_link = self._browser_link_for_client(conn)
         if conn.info.role != "relay" and browser_link is None:
             capabilities = tuple(c for c in capabilities if c != "cdp.activeTab")
-        result: RegisterResult = await self._router.ask(
+        result: RegisterResult = await self._ask(
+            "session-router",
             Register(
                 link=self._facts(conn),
                 session_id=start.session_id,
@@ -340,7 +390,6 @@ class AgentHub:
                 disabled_tools=start.disabled_tools,
                 enabled_host_tools=start.enabled_host_tools,
             ),
-            timeout=5.0,
         )
         if result.outcome is RegisterOutcome.CONFLICT:
             message = f"session {start.session_id} belongs to another browser profile"
@@ -417,13 +466,14 @@ class AgentHub:
         await conn.send(EventActivity(session_id=entry.session_id, event="status.error"))
 
     async def session_end(self, conn: Connection, session_id: str) -> None:
-        assert self._router is not None and self._scheduler is not None
         entry = self.table.lookup(session_id)
         if entry is None or entry.link.link_id != conn.info.link_id:
             return
-        await self._scheduler.tell(CancelTurns(session_id=session_id, reason=CancelReason.USER))
-        await self._router.ask(
-            Unregister(link_id=conn.info.link_id, session_id=session_id), timeout=5.0
+        await self._tell(
+            "turn-scheduler", CancelTurns(session_id=session_id, reason=CancelReason.USER)
+        )
+        await self._ask(
+            "session-router", Unregister(link_id=conn.info.link_id, session_id=session_id)
         )
 
     # -- turns ------------------------------------------------------------------------------------
@@ -461,8 +511,17 @@ class AgentHub:
             turn_id=turn_id, session_id=sid, link_id=conn.info.link_id, protocol=conn.info.protocol
         )
         self._texts[turn_id] = TurnRequest(ticket=ticket, text=send.text, scope=entry.scope)
-        assert self._scheduler is not None
-        decision = await self._scheduler.ask(SubmitTurn(ticket=ticket), timeout=5.0)
+        try:
+            # Never re-submitted: a submit that met a crash may already have been queued (and
+            # ended by the crashed scheduler), so it is ended here only if nobody ended it.
+            decision = await self._ask("turn-scheduler", SubmitTurn(ticket=ticket), retry=False)
+        except (ActorError, LookupError, TimeoutError):
+            self._texts.pop(turn_id, None)
+            if turn_id not in self._ended_queued:
+                await conn.end_turn_with_error(
+                    sid, ErrorCode.INTERNAL, "The host could not start this turn; try again."
+                )
+            return
         if isinstance(decision, Refused):
             self._texts.pop(turn_id, None)
             await conn.end_turn_with_error(
@@ -503,6 +562,7 @@ class AgentHub:
 
     async def _end_queued(self, ticket: TurnTicket, code: ErrorCode) -> None:
         self._texts.pop(ticket.turn_id, None)
+        self._ended_queued.append(ticket.turn_id)
         conn = self.connections.get(ticket.link_id)
         if conn is None:
             return
@@ -530,15 +590,15 @@ class AgentHub:
         entry = self.table.lookup(session_id)
         if entry is None or entry.link.link_id != conn.info.link_id:
             return
-        assert self._scheduler is not None
-        await self._scheduler.tell(
-            CancelTurns(session_id=session_id, turn_id=turn_id, reason=CancelReason.USER)
+        await self._tell(
+            "turn-scheduler",
+            CancelTurns(session_id=session_id, turn_id=turn_id, reason=CancelReason.USER),
         )
 
     async def turn_finished(self, ticket: TurnTicket) -> None:
-        if self._scheduler is not None:
+        if self._sup is not None:
             try:
-                await self._scheduler.tell(TurnEnded(turn_id=ticket.turn_id))
+                await self._tell("turn-scheduler", TurnEnded(turn_id=ticket.turn_id))
             except Exception:  # the scheduler is stopping: nothing to start next
                 log.debug("scheduler gone at the end of turn %s", ticket.turn_id)
 
@@ -645,7 +705,7 @@ class AgentHub:
             return await self._approve(ticket, browser, info)
 
         async def ask(args: AskUserArgs) -> tuple[Any, bool]:
-            return await self._ask(ticket, args)
+            return await self._ask_user(ticket, args)
 
         return await self.tools.run(
             name,
@@ -665,13 +725,12 @@ class AgentHub:
 
     async def _while_waiting_for_user(self, ticket: TurnTicket, fut: asyncio.Future[Any]) -> Any:
         """Wait for the user's answer with the turn's scheduling slot given up (section 2)."""
-        assert self._scheduler is not None
-        await self._scheduler.tell(YieldSlot(turn_id=ticket.turn_id))
+        await self._tell("turn-scheduler", YieldSlot(turn_id=ticket.turn_id))
         try:
             async with asyncio.timeout(self.settings.approval_timeout_s):
                 return await fut
         finally:
-            await self._scheduler.tell(Reclaim(turn_id=ticket.turn_id))
+            await self._tell("turn-scheduler", Reclaim(turn_id=ticket.turn_id))
 
     async def _approve(
         self, ticket: TurnTicket, browser: TurnBrowser | None, info: ApprovalRequestInfo
@@ -709,7 +768,7 @@ class AgentHub:
         self.prompts.remember(entry.scope, ticket.session_id, info.tool, origin, decision)
         return bool(decision != "deny")
 
-    async def _ask(self, ticket: TurnTicket, args: AskUserArgs) -> tuple[Any, bool]:
+    async def _ask_user(self, ticket: TurnTicket, args: AskUserArgs) -> tuple[Any, bool]:
         ask_id, fut = self.prompts.open_ask(ticket.session_id)
         try:
             await self.emit(

@@ -393,3 +393,20 @@ async def test_doctor_runs_from_the_options_page(home: Path) -> None:
         names = {c["name"] for c in result["checks"]}
         assert "config" in names
         assert all(isinstance(c["ok"], bool) for c in result["checks"])
+
+
+async def test_a_scheduler_that_keeps_crashing_takes_the_daemon_down_instead_of_hanging(
+    home: Path,
+) -> None:
+    async with DaemonHarness(home, []) as h:
+        assert h.server is not None
+        hub = h.server.hub
+        for _ in range(6):  # one more than the intensity allows (5 in 10 s)
+            ref = hub.actor_refs()["turn-scheduler"]
+            await ref.stop()
+            if _ < 5:
+                assert hub._sup is not None
+                await hub._sup.wait_child("turn-scheduler", after=ref, timeout=5)
+        assert h._task is not None
+        async with asyncio.timeout(10):
+            assert await asyncio.shield(h._task) == 1  # the daemon exits: relays start anew
