@@ -30,6 +30,7 @@ from pydantic import Field
 from actors.cdp_proxy import CdpProxy, ProxyTabs, TabCdpSession
 from actors.tools.browser import default_registry
 from actors.tools.files import FileSandbox
+from actors.tools.inspect_more import register_more_tools
 from actors.tools.ledger import CallLedger
 from actors.tools.page import PageTools, Snapshot
 from actors.tools.registry import (
@@ -375,6 +376,7 @@ def build_registry(home: Path) -> Registry:
     registry = default_registry()
     register_page_tools(registry)
     register_user_tools(registry, lambda: [home / "skills", SKILLS_DIR])
+    register_more_tools(registry)
     return registry
 
 
@@ -498,6 +500,6 @@ _HOST_SIDE_TOOLS = frozenset(
     {
         "save_file", "read_file", "list_files", "delete_file", "note_set", "note_get",
         "note_list", "note_delete", "write_file", "grep", "glob", "web_fetch", "bash",
-        "run_script",
+        "run_script", "await_user",
     }
 )  # fmt: skip
