@@ -25,11 +25,12 @@ lost connection ends in ``CONNECTION_LOST`` (journaled; the panel is gone). v2 a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from actors.model_gateway import ModelError
 from actors.turn_scheduler import CancelReason, TurnTicket
@@ -113,6 +114,10 @@ class _TurnState:
     streamed: list[str] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     tab_id: int | None = None
+    #: The tool call running now: (call id, tool name, page-changing, started at).
+    in_flight: tuple[str, str, bool, float] | None = None
+    #: Tool results that found no panel (the connection was going): sent with the turn's end.
+    undelivered: list[OutboundModel] = field(default_factory=list)
 
 
 def trim_args(args: Any, limit: int = MAX_ARG_CHARS) -> Any:
@@ -177,16 +182,36 @@ async def _end(
     if kind == "cancelled" and state.streamed:
         partial = "".join(state.streamed)
         text = "\n\n".join(t for t in [text, partial] if t)
-    end: list[OutboundModel]
+    end: list[OutboundModel] = list(state.undelivered)
+    if state.in_flight is not None:
+        # The turn stopped inside a tool call: its result says so (protocol.md section 4). A
+        # page-changing call that was sent may or may not have happened: "unknown", and the
+        # host never sends it again (section 5, "No replay").
+        call_id, tool, changing, started = state.in_flight
+        outcome_word: Literal["unknown", "error"] = "unknown" if changing else "error"
+        summary = "interrupted: outcome unknown — not repeated" if changing else "interrupted"
+        with contextlib.suppress(Exception):
+            chat.tool_result(ticket.turn_id, call_id, outcome_word, summary, summary)
+        end.append(
+            ChatToolResult(
+                session_id=sid,
+                call_id=call_id,
+                ok=False,
+                summary=summary,
+                duration_ms=int((time.monotonic() - started) * 1000),
+                outcome=outcome_word if ticket.protocol >= 2 else None,
+            )
+        )
+        state.tool_calls.append({"callId": call_id, "tool": tool, "ok": False})
     if kind in ("done", "cancelled"):
-        end = [
+        end += [
             ChatDone(session_id=sid, text=text, tool_calls=state.tool_calls),
             EventActivity(session_id=sid, event="status.idle"),
         ]
     else:
         assert code is not None
         wire_code = code if ticket.protocol >= 2 else v1_chat_error_code(code)
-        end = [
+        end += [
             ChatError(session_id=sid, message=message, code=wire_code),
             EventActivity(session_id=sid, event="status.error"),
         ]
@@ -202,7 +227,8 @@ async def _end(
     if code is ErrorCode.CONNECTION_LOST:
         await hub.lost_end(ticket, end)
     elif await emit(end[0]):
-        await emit(end[1])
+        for msg in end[1:]:
+            await emit(msg)
     else:
         hub.undelivered_end(sid, end)  # sent when the session registers again (section 6)
     await hub.release_control(ticket)
@@ -285,19 +311,21 @@ async def _run_tool(
     if call.arguments is None:
         result = hub.bad_arguments(call.name, call.arguments_error or "not a JSON object")
     else:
+        state.in_flight = (call.id, call.name, page_changing, time.monotonic())
         result = await hub.run_tool(ticket, browser, call.name, args, call.id)
+        state.in_flight = None
     chat.tool_result(ticket.turn_id, call.id, result.outcome, result.summary, result.content_text)
     state.tool_calls.append({"callId": call.id, "tool": call.name, "ok": result.outcome == "ok"})
-    await emit(
-        ChatToolResult(
-            session_id=sid,
-            call_id=call.id,
-            ok=result.outcome == "ok",
-            summary=result.summary,
-            duration_ms=result.duration_ms,
-            outcome=result.outcome if ticket.protocol >= 2 else None,
-        )
+    tool_result = ChatToolResult(
+        session_id=sid,
+        call_id=call.id,
+        ok=result.outcome == "ok",
+        summary=result.summary,
+        duration_ms=result.duration_ms,
+        outcome=result.outcome if ticket.protocol >= 2 else None,
     )
+    if not await emit(tool_result):
+        state.undelivered.append(tool_result)
     await emit(
         EventActivity(
             session_id=sid, event="tool_end", tool=call.name, duration_ms=result.duration_ms

@@ -26,7 +26,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from actors.browser_tools import AskUserArgs, ToolResultView, ToolRunner, TurnBrowser
 from actors.model_gateway import ModelError, ModelGateway, ModelSettings
@@ -67,6 +67,7 @@ from messages.wire_outbound import (
     ChatDone,
     ChatError,
     ChatQueued,
+    ChatToolResult,
     ControlRelease,
     ErrorMessage,
     EventActivity,
@@ -322,8 +323,12 @@ class AgentHub:
         """
         sid = ticket.session_id
         if sid in self._ended_by_relay:
+            # The relay ended the turn: never a second end, but the panel still learns what
+            # became of an interrupted tool call (its card would otherwise stay pending).
             self._ended_by_relay.discard(sid)
-            return
+            end = [m for m in end if isinstance(m, ChatToolResult)]
+            if not end:
+                return
         entry = self.table.lookup(sid)
         conn = self.connections.get(entry.link.link_id) if entry is not None else None
         if conn is not None and conn.info.link_id != ticket.link_id:
@@ -456,12 +461,25 @@ class AgentHub:
             return
         turn_id = cut.turn_id
         message = "This turn was interrupted (the connection or the daemon went away)."
+        v2 = conn.info.protocol >= 2
+        for call in cut.pending_calls:
+            # Sent, never answered before the crash: unknown, and never sent again (section 5).
+            outcome: Literal["unknown", "error"] = "unknown" if call.page_changing else "error"
+            await conn.send(
+                ChatToolResult(
+                    session_id=entry.session_id,
+                    call_id=call.call_id,
+                    ok=False,
+                    summary="interrupted: outcome unknown — not repeated",
+                    outcome=outcome if v2 else None,
+                )
+            )
         chat.mark_ended(turn_id, "interrupted", ErrorCode.CONNECTION_LOST.value, message)
         if entry.session_id in self._ended_by_relay:
             self._ended_by_relay.discard(entry.session_id)
             return
         code = ErrorCode.CONNECTION_LOST
-        wire = code if conn.info.protocol >= 2 else v1_chat_error_code(code)
+        wire = code if v2 else v1_chat_error_code(code)
         await conn.send(ChatError(session_id=entry.session_id, message=message, code=wire))
         await conn.send(EventActivity(session_id=entry.session_id, event="status.error"))
 

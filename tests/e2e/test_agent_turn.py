@@ -101,6 +101,7 @@ def world(
     home.mkdir()
     (home / "config.toml").write_text(
         f'[model]\nbase_url = "{model.url}"\nmodel = "scripted"\napi_key = "sk-test"\n'
+        '[tools]\napproval_mode = "never"\n'  # approvals have their own e2e tests
     )
     try:
         with launched(playwright, name="turn", root=root) as browser:
