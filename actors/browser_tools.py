@@ -417,13 +417,12 @@ class ToolRunner:
         enabled_host: frozenset[str],
         protocol: int = 2,
     ) -> list[dict[str, Any]]:
-        defs = self.registry.definitions(self._policy(disabled, enabled_host, protocol))
-        return [
-            d
-            for d in defs
-            if (browser or not self._needs_browser(d["function"]["name"]))
-            and (protocol >= 2 or d["function"]["name"] not in V2_ONLY_TOOLS)
-        ]
+        def keep(name: str) -> bool:
+            return (browser or not self._needs_browser(name)) and (
+                protocol >= 2 or name not in V2_ONLY_TOOLS
+            )
+
+        return self.registry.definitions(self._policy(disabled, enabled_host, protocol), keep)
 
     def _needs_browser(self, name: str) -> bool:
         return name not in _HOST_SIDE_TOOLS and name not in ("ask_user", "get_skill")

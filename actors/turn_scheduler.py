@@ -280,9 +280,9 @@ class TurnScheduler(Actor[SchedulerMsg]):
             await self._report_positions()
 
     async def _report_positions(self) -> None:
-        for ticket in self.queue.waiting():
+        for position, ticket in enumerate(self.queue.waiting(), 1):
             if ticket.protocol >= 2:
-                await self._notify_queued(ticket, self.queue.positions()[ticket.turn_id])
+                await self._notify_queued(ticket, position)
 
     async def _cancel(
         self, removed: list[TurnTicket], running: list[TurnTicket], reason: CancelReason

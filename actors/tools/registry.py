@@ -270,6 +270,7 @@ class Registry:
 
     def __init__(self, tools: Iterable[ToolDef] = ()) -> None:
         self._tools: dict[str, ToolDef] = {}
+        self._definitions: dict[str, dict[str, Any]] = {}
         for tool in tools:
             self.add(tool)
 
@@ -314,10 +315,12 @@ class Registry:
     def names(self) -> list[str]:
         return sorted(self._tools)
 
-    def definitions(self, policy: ToolPolicy) -> list[dict[str, Any]]:
-        """OpenAI ``tools`` entries for the tools ``policy`` allows (rules 1-3)."""
-        return [
-            {
+    def definition(self, tool: ToolDef) -> dict[str, Any]:
+        """The OpenAI ``tools`` entry of one tool, built once (pydantic's schema generation is
+        the costliest part of a turn's set-up otherwise: bench/bench_turns.py)."""
+        cached = self._definitions.get(tool.name)
+        if cached is None:
+            cached = {
                 "type": "function",
                 "function": {
                     "name": tool.name,
@@ -325,8 +328,18 @@ class Registry:
                     "parameters": clean_schema(tool.params.model_json_schema()),
                 },
             }
+            self._definitions[tool.name] = cached
+        return cached
+
+    def definitions(
+        self, policy: ToolPolicy, keep: Callable[[str], bool] | None = None
+    ) -> list[dict[str, Any]]:
+        """OpenAI ``tools`` entries for the tools ``policy`` allows (rules 1-3) and *keep*
+        accepts. The entries are shared: callers must not modify them."""
+        return [
+            self.definition(tool)
             for tool in self._tools.values()
-            if policy.blocked(tool) is None
+            if (keep is None or keep(tool.name)) and policy.blocked(tool) is None
         ]
 
     async def run(
