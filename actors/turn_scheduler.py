@@ -55,6 +55,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: Waiting turns this near the front hear every change of their place in line.
+EXACT_POSITIONS = 10
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnTicket:
@@ -247,12 +250,15 @@ class TurnScheduler(Actor[SchedulerMsg]):
         self._notify_queued = notify_queued
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self.cancel_reasons: dict[str, CancelReason] = {}
+        self._told: dict[str, int] = {}  # turn id -> the place in line it was last told
 
     async def handle(self, msg: SchedulerMsg) -> Any:
         if isinstance(msg, SubmitTurn):
             decision = self.queue.submit(msg.ticket)
             if isinstance(decision, Start):
                 await self._start(decision.ticket)
+            elif isinstance(decision, Queued):
+                self._told[msg.ticket.turn_id] = decision.position  # the submitter tells it
             return decision
         if isinstance(msg, TurnEnded):
             self._tasks.pop(msg.turn_id, None)
@@ -271,6 +277,7 @@ class TurnScheduler(Actor[SchedulerMsg]):
         return None
 
     async def _start(self, ticket: TurnTicket) -> None:
+        self._told.pop(ticket.turn_id, None)
         self._tasks[ticket.turn_id] = await self._launch(ticket)
 
     async def _started(self, tickets: list[TurnTicket]) -> None:
@@ -280,8 +287,21 @@ class TurnScheduler(Actor[SchedulerMsg]):
             await self._report_positions()
 
     async def _report_positions(self) -> None:
+        """Tell waiting v2 turns their new place in line.
+
+        Every turn that starts moves the whole line, so telling everyone every time costs
+        O(n^2) frames with n turns waiting (bench/bench_turns.py). A turn hears of its new place
+        when it is near the front (within ``EXACT_POSITIONS``) or has moved up by a tenth since
+        the last place it was told: what a panel shows is never far off, and the frames stay few.
+        """
         for position, ticket in enumerate(self.queue.waiting(), 1):
-            if ticket.protocol >= 2:
+            if ticket.protocol < 2:
+                continue
+            told = self._told.get(ticket.turn_id)
+            if told == position:
+                continue
+            if told is None or position <= EXACT_POSITIONS or position <= told * 0.9:
+                self._told[ticket.turn_id] = position
                 await self._notify_queued(ticket, position)
 
     async def _cancel(
@@ -289,6 +309,7 @@ class TurnScheduler(Actor[SchedulerMsg]):
     ) -> None:
         code = ErrorCode.CANCELLED if reason is CancelReason.USER else ErrorCode.CONNECTION_LOST
         for ticket in removed:
+            self._told.pop(ticket.turn_id, None)
             await self._end_queued(ticket, code)
         for ticket in running:
             task = self._tasks.get(ticket.turn_id)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from actors.turn_scheduler import Queued, Refused, Start, TurnQueue, TurnTicket
 from messages.errors import ErrorCode
 
@@ -75,3 +77,47 @@ def test_dropping_a_link_returns_its_queued_and_running_turns_only() -> None:
     assert removed == [t("c", "s3", link=1)]
     assert running == [t("a", "s1", link=1)]
     assert q.finish("a") == [t("b", "s2", link=2)]
+
+
+async def test_waiting_turns_hear_their_place_near_the_front_and_on_big_moves_only() -> None:
+    import asyncio
+
+    from actors.runtime import spawn
+    from actors.turn_scheduler import SubmitTurn, TurnEnded, TurnScheduler
+
+    told: list[tuple[str, int]] = []
+    tasks: list[asyncio.Task[None]] = []
+
+    async def launch(ticket: TurnTicket) -> asyncio.Task[None]:
+        task = asyncio.ensure_future(asyncio.sleep(3600))
+        tasks.append(task)
+        return task
+
+    async def end_queued(ticket: TurnTicket, code: ErrorCode) -> None:
+        raise AssertionError("nothing is cancelled here")
+
+    async def notify(ticket: TurnTicket, position: int) -> None:
+        told.append((ticket.turn_id, position))
+
+    ref = await spawn(
+        TurnScheduler(launch=launch, end_queued=end_queued, notify_queued=notify, limit=1),
+        name="sched",
+    )
+    try:
+        for i in range(40):
+            await ref.ask(SubmitTurn(ticket=t(f"t{i}", f"s{i}")), timeout=2)
+        for i in range(20):
+            await ref.ask(TurnEnded(turn_id=f"t{i}"), timeout=2)
+        by_turn: dict[str, list[int]] = {}
+        for turn, pos in told:
+            by_turn.setdefault(turn, []).append(pos)
+        # The last in line (position 39 at submit) was told only on big moves, never more
+        # than a tenth away from the truth; the front ones saw every step.
+        last = by_turn["t39"]
+        assert all(b <= a * 0.9 for a, b in itertools.pairwise(last))
+        assert by_turn["t21"][-3:] == [3, 2, 1]  # near the front: every place
+        assert len(told) < 20 * 20  # far fewer than one frame per waiting turn per start
+    finally:
+        for task in tasks:
+            task.cancel()
+        await ref.stop()
