@@ -39,6 +39,7 @@
  * @property {string | null} sessionId   the session that last used the tab
  * @property {Set<string>} owners        controlOwnerIds that used it
  * @property {any} idleTimer
+ * @property {string | undefined} [url] the tab's URL while attached (kept by tabs.onUpdated)
  */
 
 const STORAGE_KEY = 'browy.cdp.attached';
@@ -117,6 +118,14 @@ export class CdpExecutor {
     const onDetach = (/** @type {any} */ source, /** @type {string} */ reason) => this.handleDetach(source, reason);
     this.chrome.debugger.onEvent.addListener(onEvent);
     this.chrome.debugger.onDetach.addListener(onDetach);
+    const onUpdated = (/** @type {number} */ tabId, /** @type {any} */ change, /** @type {any} */ tab) => {
+      const st = this.tabs.get(tabId);
+      if (st && (change?.url !== undefined || tab?.url !== undefined)) st.url = change?.url ?? tab?.url;
+    };
+    if (this.chrome.tabs?.onUpdated?.addListener) {
+      this.chrome.tabs.onUpdated.addListener(onUpdated);
+      this.unlisten.push(() => this.chrome.tabs.onUpdated.removeListener?.(onUpdated));
+    }
     this.unlisten.push(
       () => this.chrome.debugger.onEvent.removeListener(onEvent),
       () => this.chrome.debugger.onDetach.removeListener(onDetach),
@@ -213,10 +222,17 @@ export class CdpExecutor {
   async cdpSend(msg) {
     if (typeof msg.method !== 'string' || !msg.method) throw new Error('INVALID_MESSAGE: method');
     const tabId = typeof msg.tabId === 'number' ? msg.tabId : await this.defaultTabId();
-    const tab = await this.chrome.tabs.get(tabId);
-    const url = tab.url || tab.pendingUrl || '';
+    // The URL of an attached tab is kept current by tabs.onUpdated, which saves a browser round
+    // trip per command (bench/bench_extension.py); chrome.debugger itself still refuses
+    // browser-internal pages if a navigation races this check.
+    let url = this.tabs.get(tabId)?.url;
+    if (url === undefined) {
+      const tab = await this.chrome.tabs.get(tabId);
+      url = tab.url || tab.pendingUrl || '';
+    }
     if (!isAllowedUrl(url)) throw new Error(`NOT_ALLOWED_URL: ${url}`);
     const st = await this.ensureAttached(tabId);
+    if (st.url === undefined) st.url = url;
     st.sessionId = msg.sessionId ?? st.sessionId;
     if (msg.controlOwnerId) {
       if (!st.owners.has(msg.controlOwnerId)) {
@@ -244,7 +260,7 @@ export class CdpExecutor {
   async ensureAttached(tabId) {
     let st = this.tabs.get(tabId);
     if (!st) {
-      st = { tabId, attached: false, attaching: null, domains: new Set(), sessionId: null, owners: new Set(), idleTimer: null };
+      st = { tabId, attached: false, attaching: null, domains: new Set(), sessionId: null, owners: new Set(), idleTimer: null, url: undefined };
       this.tabs.set(tabId, st);
     }
     if (st.attached) return st;

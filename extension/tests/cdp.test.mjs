@@ -46,6 +46,21 @@ for (const url of ['chrome://settings/', 'edge://flags', 'brave://rewards', 'abo
   });
 }
 
+test('an attached tab is not asked for its URL again, and a navigation it makes is seen', async () => {
+  const { cdp, fake, sent } = setup();
+  let gets = 0;
+  const realGet = fake.chrome.tabs.get;
+  fake.chrome.tabs.get = async (/** @type {number} */ id) => { gets += 1; return realGet(id); };
+  await cdp.handle(send('c1', 'Runtime.evaluate'));
+  await cdp.handle(send('c2', 'Runtime.evaluate'));
+  assert.equal(gets, 1);
+  // The user navigates the tab to a browser page: the next command is refused.
+  fake.chrome.tabs.onUpdated.emit(1, { url: 'chrome://settings/' }, { id: 1, url: 'chrome://settings/' });
+  await cdp.handle(send('c3', 'Runtime.evaluate'));
+  assert.equal(sent[2].ok, false);
+  assert.equal(sent[2].error, 'NOT_ALLOWED_URL: chrome://settings/');
+});
+
 test('ordinary pages and about:blank are allowed', () => {
   for (const u of ['https://example.com/', 'http://localhost:8000/x', 'about:blank', 'file:///tmp/a.html']) assert.ok(isAllowedUrl(u), u);
   for (const u of ['about:srcdoc', 'devtools://devtools/x', 'view-source:https://a/', 'data:text/html,x', 'javascript:1']) assert.ok(!isAllowedUrl(u), u);

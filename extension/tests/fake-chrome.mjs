@@ -147,6 +147,7 @@ export function createFakeChrome(opts = {}) {
     },
   };
   chrome.tabs = {
+    onUpdated: new FakeEvent(),
     /** @param {any} q */
     async query(q) {
       return [...tabs.values()].filter(
