@@ -115,6 +115,23 @@ class DaemonServer:
         )
         self.hub.services = HostSettings(home, tuple(self.hub.tools.registry.names()))
 
+    def _prune(self) -> None:
+        """Retention (``[retention]``): drop the chats beyond the newest N and older than D days.
+        Runs at start, before any turn, so no running chat can be touched."""
+        retention = self.config.retention
+        if retention.max_chats <= 0 and retention.max_age_days <= 0:
+            return
+        try:
+            dropped = self.hub.store.prune(
+                max_chats=retention.max_chats or 1_000_000,
+                max_age_days=retention.max_age_days or 36_500,
+            )
+        except Exception:  # retention must never keep the daemon from starting
+            log.exception("pruning old chats failed")
+            return
+        if dropped:
+            log.info("retention: removed %d old chat(s)", dropped)
+
     def connection_refs(self) -> list[Ref[Inbound]]:
         """The live connections' actor refs (for the fault-injection harness)."""
         return [ref for _, ref in self._links.values() if ref is not None]
@@ -133,6 +150,7 @@ class DaemonServer:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._stop.set)
         await self.hub.start()
+        self._prune()
         await self._listen()
         log.info("browyd %s pid %d serving %s", self.version, os.getpid(), self.home)
         idle = asyncio.ensure_future(self._idle_watch())

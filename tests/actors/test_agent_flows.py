@@ -410,3 +410,46 @@ async def test_a_scheduler_that_keeps_crashing_takes_the_daemon_down_instead_of_
         assert h._task is not None
         async with asyncio.timeout(10):
             assert await asyncio.shield(h._task) == 1  # the daemon exits: relays start anew
+
+
+async def test_a_reopened_panel_resumes_its_conversation_after_a_daemon_restart(
+    home: Path,
+) -> None:
+    script = [{"text": "Your number is 42."}, {"text": "It was 42."}]
+    async with DaemonHarness(home, script) as h:
+        peer = await h.peer()
+        await peer.hello(1)
+        await peer.start("sp-1")
+        await peer.send({"type": "chat.send", "sessionId": "sp-1", "text": "pick a number"})
+        await peer.turn_end("sp-1")
+        await h.stop_daemon()
+        await h.start_daemon()
+        peer2 = await h.peer()
+        await peer2.hello(1)
+        await peer2.start("sp-1")  # the same session id: the same chat
+        await peer2.send({"type": "chat.send", "sessionId": "sp-1", "text": "which one?"})
+        end, _, _ = await peer2.turn_end("sp-1")
+        assert end["text"] == "It was 42."
+        sent = h.model.requests[1]["messages"]
+        said = [(m["role"], m.get("content")) for m in sent if m["role"] != "system"]
+        assert ("assistant", "Your number is 42.") in said
+        assert said[-1][0] == "user"
+        assert said[-1][1].endswith("which one?")
+
+
+async def test_old_chats_beyond_the_retention_limit_are_removed_at_start(home: Path) -> None:
+    script = [{"text": "a"}, {"text": "b"}, {"text": "c"}]
+    async with DaemonHarness(home, script, config="[retention]\nmax_chats = 2\n") as h:
+        peer = await h.peer()
+        await peer.hello(1)
+        for sid in ("sp-1", "sp-2", "sp-3"):
+            await peer.start(sid)
+            await peer.send({"type": "chat.send", "sessionId": sid, "text": "hi"})
+            await peer.turn_end(sid)
+        await h.stop_daemon()
+        await h.start_daemon()
+        peer2 = await h.peer()
+        await peer2.hello(1)
+        await peer2.send({"type": "chat.list"})
+        listing, _ = await peer2.until("chat.list.result")
+        assert [c["id"] for c in listing["chats"]] == ["sp-3", "sp-2"]
