@@ -427,6 +427,11 @@ class ToolRunner:
     def _needs_browser(self, name: str) -> bool:
         return name not in _HOST_SIDE_TOOLS and name not in ("ask_user", "get_skill")
 
+    def forget(self, session_id: str) -> None:
+        """The session ended: drop its scratch state (event buffers) and its call ledger."""
+        self._states.pop(session_id, None)
+        self._ledgers.pop(session_id, None)
+
     def is_host_code(self, name: str) -> bool:
         tool = self.registry.get(name)
         return bool(tool and tool.host_code)

@@ -628,6 +628,10 @@ def build_history_page(
 # --- the store ------------------------------------------------------------------------------------
 
 
+#: Chats kept open in memory at most (see ChatStore._evict).
+MAX_OPEN_CHATS = 64
+
+
 class ChatStore:
     """All chats under ``root`` (``BROWY_HOME/sessions``): open, list, history, delete, prune.
 
@@ -663,13 +667,30 @@ class ChatStore:
     def _open(self, path: Path, scope: str, chat_id: str) -> Chat:
         if self._closed:
             raise StoreError("the chat store is closed")
-        chat = self._chats.get(path)
+        chat = self._chats.pop(path, None)
         if chat is None:
             journal = Journal(path)
             chat = Chat(self, journal, scope, chat_id)
             chat._replay(journal.load())
-            self._chats[path] = chat
+        self._chats[path] = chat  # most recently used last
+        self._evict()
         return chat
+
+    def _evict(self) -> None:
+        """Keep at most ``MAX_OPEN_CHATS`` chats in memory, each with its file open: the least
+        recently used idle ones (no turn running, nothing waiting for fsync) are closed. A
+        long-running daemon would otherwise hold every chat it ever listed, and its descriptor.
+        A closed chat is read again from its journal when next needed."""
+        while len(self._chats) > MAX_OPEN_CHATS:
+            candidates = list(self._chats.items())[:-1]  # never the chat being opened
+            for path, chat in candidates:  # least recently used first
+                unsynced = self._fsync and chat._journal.dirty
+                if not chat.running and not unsynced:
+                    chat._journal.close()
+                    del self._chats[path]
+                    break
+            else:
+                return  # every cached chat is busy: keep them
 
     def chat(self, scope: str, chat_id: str) -> Chat:
         """Open (cached) or create a chat. Nothing is written until its first turn begins."""

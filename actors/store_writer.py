@@ -221,6 +221,11 @@ class Journal:
             self._new_dirs = [*([] if existed else [parent]), *(p.parent for p in missing)]
         return self._fd
 
+    @property
+    def dirty(self) -> bool:
+        """Written since the last fsync job was handed out."""
+        return self._dirty
+
     def sync_job(self, fsync: FsyncFn) -> Callable[[], None] | None:
         """The fsync for what was written so far, to run off the loop; None if nothing to do.
 

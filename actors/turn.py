@@ -120,6 +120,17 @@ class _TurnState:
     undelivered: list[OutboundModel] = field(default_factory=list)
 
 
+class _ChatRef:
+    """The turn's chat, looked up in the store at each use: the store may close an idle chat
+    between two turns (and before this turn's first record), and opens it again on demand."""
+
+    def __init__(self, hub: TurnHost, scope: str, chat_id: str) -> None:
+        self._hub, self._scope, self._id = hub, scope, chat_id
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._hub.store.chat(self._scope, self._id), name)
+
+
 def trim_args(args: Any, limit: int = MAX_ARG_CHARS) -> Any:
     """Arguments for the panel: long strings trimmed with a marker (protocol.md section 5)."""
     if isinstance(args, str):
@@ -137,7 +148,7 @@ async def run_turn(hub: TurnHost, req: TurnRequest) -> None:
     sid = ticket.session_id
     state = _TurnState()
     emit: Callable[[OutboundModel], Awaitable[bool]] = lambda m: hub.emit(sid, m)  # noqa: E731
-    chat = hub.store.chat(req.scope, sid)
+    chat = _ChatRef(hub, req.scope, sid)
     outcome: tuple[str, ErrorCode | None, str] = ("done", None, "")
     cancelled: asyncio.CancelledError | None = None
     try:

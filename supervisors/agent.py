@@ -493,6 +493,9 @@ class AgentHub:
         await self._ask(
             "session-router", Unregister(link_id=conn.info.link_id, session_id=session_id)
         )
+        # The panel closed: what only this session used goes with it.
+        self.tools.forget(session_id)
+        self.prompts.forget_session(session_id)
 
     # -- turns ------------------------------------------------------------------------------------
 
