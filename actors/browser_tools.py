@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,11 +51,50 @@ __all__ = [
     "ToolResultView",
     "ToolRunner",
     "TurnBrowser",
+    "mask_secret_args",
     "register_page_tools",
     "untrusted",
 ]
 
 log = logging.getLogger(__name__)
+
+
+_LINE = re.compile(r"^\*?\[(\d+)\] (\S+)(.*)$")
+#: Names of fields whose values are secrets when the page does not say so itself.
+SECRET_NAME = re.compile(r"pass|pwd|card.?num|cc.?num|cvc|cvv|csc|secret|token|otp|pin\b", re.I)
+MASK = "••••"
+
+
+def _secret_lines(text: str) -> set[int]:
+    """Indices of secret fields in a snapshot (role ``password``, or the ``secret`` state)."""
+    found: set[int] = set()
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if m and (m.group(2) == "password" or " secret" in m.group(3)):
+            found.add(int(m.group(1)))
+    return found
+
+
+def mask_secret_args(
+    name: str, args: dict[str, Any], browser: TurnBrowser | None
+) -> dict[str, Any]:
+    """*args* as the panel, the journal and the log may see them: text typed into a secret
+    field is masked (protocol.md section 5 — it is typed into the page, never echoed back).
+    The live model call keeps the real arguments."""
+    if name in ("type_index", "fill_input") and isinstance(
+        args.get("text", args.get("value")), str
+    ):
+        key = "text" if "text" in args else "value"
+        index = args.get("index")
+        secret = (
+            browser is not None and isinstance(index, int) and browser.is_secret(index)
+        ) or bool(SECRET_NAME.search(str(args.get("selector", ""))))
+        if secret:
+            return {**args, key: MASK}
+    if name == "fill_form" and isinstance(args.get("fields"), dict):
+        fields = {k: (MASK if SECRET_NAME.search(str(k)) else v) for k, v in args["fields"].items()}
+        return {**args, "fields": fields}
+    return args
 
 
 def untrusted(text: str) -> str:
@@ -75,6 +115,8 @@ class TurnBrowser:
     tabs: ProxyTabs = field(init=False)
     _pages: dict[int, PageTools] = field(default_factory=dict)
     tokens: dict[int, str] = field(default_factory=dict)
+    #: Per tab: indices of secret fields (password, card number, CVC) of the current document.
+    secret_indices: dict[int, set[int]] = field(default_factory=dict)
     note: str | None = None
 
     def __post_init__(self) -> None:
@@ -138,8 +180,15 @@ class TurnBrowser:
     async def snapshot(self, **kwargs: Any) -> Snapshot:
         snap = await self.page().inspect_page(**kwargs)
         assert self.tab_id is not None
+        if self.tokens.get(self.tab_id) != snap.doc_token:
+            self.secret_indices[self.tab_id] = set()
         self.tokens[self.tab_id] = snap.doc_token
+        self.secret_indices.setdefault(self.tab_id, set()).update(_secret_lines(snap.text))
         return snap
+
+    def is_secret(self, index: int) -> bool:
+        """Is element [index] of the current document a secret field (as last seen)?"""
+        return self.tab_id is not None and index in self.secret_indices.get(self.tab_id, set())
 
     async def origin(self) -> str:
         """The pinned tab's origin (for approvals and per-site permissions); "" if unknown."""

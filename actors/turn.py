@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from actors.browser_tools import mask_secret_args
 from actors.model_gateway import ModelError
 from actors.turn_scheduler import CancelReason, TurnTicket
 from messages.errors import BrowyError, ErrorCode, v1_chat_error_code
@@ -118,6 +120,26 @@ class _TurnState:
     in_flight: tuple[str, str, bool, float] | None = None
     #: Tool results that found no panel (the connection was going): sent with the turn's end.
     undelivered: list[OutboundModel] = field(default_factory=list)
+
+
+def _masked_calls(raw: Any, calls: list[Any], browser: TurnBrowser | None) -> Any:
+    """The assistant message's ``tool_calls`` as the journal keeps them: arguments typed into
+    secret fields masked (protocol.md section 5). The live call already went to the model."""
+    if not isinstance(raw, list):
+        return raw
+    by_id = {c.id: c for c in calls}
+    out = []
+    for entry in raw:
+        call = by_id.get(entry.get("id")) if isinstance(entry, dict) else None
+        kept = entry
+        if call is not None and call.arguments is not None:
+            masked = mask_secret_args(call.name, call.arguments, browser)
+            if masked is not call.arguments:
+                fn = dict(entry.get("function", {}))
+                fn["arguments"] = json.dumps(masked)
+                kept = {**entry, "function": fn}
+        out.append(kept)
+    return out
 
 
 class _ChatRef:
@@ -279,7 +301,7 @@ async def _loop(
         )
         state.streamed = []
         message = dict(reply.assistant_message)
-        tool_calls = message.pop("tool_calls", None)
+        tool_calls = _masked_calls(message.pop("tool_calls", None), reply.tool_calls, browser)
         message.pop("role", None)
         message.pop("content", None)
         chat.assistant(ticket.turn_id, reply.text, tool_calls=tool_calls, extra=message or None)
@@ -314,11 +336,12 @@ async def _run_tool(
 ) -> None:
     sid = ticket.session_id
     args = call.arguments if call.arguments is not None else {}
-    shown = trim_args(args)
+    masked = mask_secret_args(call.name, args, browser)  # what the panel and journal see
+    shown = trim_args(masked)
     await emit(ChatToolCall(session_id=sid, call_id=call.id, tool=call.name, args=shown))
     await emit(EventActivity(session_id=sid, event="tool_start", tool=call.name, args=shown))
     page_changing = hub.is_page_changing(call.name)
-    chat.tool_call(ticket.turn_id, call.id, call.name, args, page_changing)
+    chat.tool_call(ticket.turn_id, call.id, call.name, masked, page_changing)
     if call.arguments is None:
         result = hub.bad_arguments(call.name, call.arguments_error or "not a JSON object")
     else:

@@ -28,7 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from actors.browser_tools import AskUserArgs, ToolResultView, ToolRunner, TurnBrowser
+from actors.browser_tools import (
+    AskUserArgs,
+    ToolResultView,
+    ToolRunner,
+    TurnBrowser,
+    mask_secret_args,
+)
 from actors.model_gateway import ModelError, ModelGateway, ModelSettings
 from actors.prompts import PromptBroker
 from actors.runtime import ActorError, Ref
@@ -768,6 +774,7 @@ class AgentHub:
             return True
         approval_id, fut = self.prompts.open_approval(ticket.session_id)
         risk = "high" if self.tools.is_host_code(info.tool) else "page-changing"
+        shown = mask_secret_args(info.tool, info.args, browser)
         try:
             await self.emit(
                 ticket.session_id,
@@ -775,8 +782,8 @@ class AgentHub:
                     session_id=ticket.session_id,
                     approval_id=approval_id,
                     tool=info.tool,
-                    args=trim_args(info.args),
-                    summary=info.summary[:500],
+                    args=trim_args(shown),
+                    summary=info.summary[:500] if shown is info.args else f"{info.tool} (secret)",
                     risk=risk,
                     origin=origin,
                 ),

@@ -229,6 +229,9 @@
     if (el.disabled || el.getAttribute('aria-disabled') === 'true') s.push('disabled');
     if (el.readOnly && FIELD_TAGS.has(tag)) s.push('readonly');
     if (el.required || el.getAttribute('aria-required') === 'true') s.push('required');
+    // A secret field (password, card number, CVC): what is typed into it is never echoed
+    // (protocol.md section 5); the host masks the text of actions on it.
+    if (isSecret(el, tag) && el.type !== 'password') s.push('secret');
     if (el === active) s.push('focused');
     return s;
   }

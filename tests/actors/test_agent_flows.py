@@ -453,3 +453,37 @@ async def test_old_chats_beyond_the_retention_limit_are_removed_at_start(home: P
         await peer2.send({"type": "chat.list"})
         listing, _ = await peer2.until("chat.list.result")
         assert [c["id"] for c in listing["chats"]] == ["sp-3", "sp-2"]
+
+
+async def test_text_typed_into_a_secret_field_is_never_echoed_to_the_panel_or_the_journal(
+    home: Path,
+) -> None:
+    args = {"selector": "input[name=password]", "value": "hunter2-secret"}
+    script = [{"tool_calls": [{"name": "fill_input", "arguments": args}]}, {"text": "Done."}]
+    async with DaemonHarness(home, script, config='[tools]\napproval_mode = "never"\n') as h:
+        peer = await h.peer(browser=FakeTab())
+        await peer.hello(2)
+        await peer.start("sp-1", tabs=True)
+        await peer.send({"type": "chat.send", "sessionId": "sp-1", "text": "log me in"})
+        await peer.turn_end("sp-1")
+        call = next(m for m in peer.log if m["type"] == "chat.tool_call")
+        assert call["args"]["value"] == "••••"
+        assert "hunter2-secret" not in str(peer.log)
+        journals = list((home / "sessions").rglob("*.journal"))
+        assert journals
+        assert all(b"hunter2-secret" not in j.read_bytes() for j in journals)
+        # The live call reached the page; later model context only shows the mask.
+        assert "hunter2-secret" not in str(h.model.requests[1]["messages"])
+
+
+def test_secret_fields_are_found_in_a_snapshot() -> None:
+    from actors.browser_tools import _secret_lines
+
+    text = (
+        '# page "Login" https://x/\n'
+        '[1] textbox "Email"\n'
+        '[2] password "Password" required\n'
+        '*[3] textbox "Card number" secret\n'
+        '[4] button "Sign in"\n'
+    )
+    assert _secret_lines(text) == {2, 3}
