@@ -280,7 +280,9 @@ def register_page_tools(registry: Registry) -> None:
             browser = _browser(ctx)
             result = await call(browser.page(), args, browser.token())
             text = result.to_text()
-            if result.navigated and browser.tab_id is not None:
+            if result.navigated and not result.same_document and browser.tab_id is not None:
+                # A new document: its element numbers are new (an SPA route change keeps the
+                # document, and the indices of elements that survive it keep working).
                 browser.tokens.pop(browser.tab_id, None)
             if not result.ok:
                 raise ToolError(text, code=ErrorCode.INTERNAL)
