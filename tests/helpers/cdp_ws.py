@@ -22,7 +22,7 @@ from websockets.asyncio.client import ClientConnection
 
 from actors.tools.cdp import CdpError, ErrorCode
 
-__all__ = ["CdpWsSession"]
+__all__ = ["CdpWsSession", "WsTab"]
 
 Event = dict[str, Any]
 
@@ -147,6 +147,22 @@ class CdpWsSession:
         finally:
             self._event_waiters.remove(entry)
 
+    def subscribe(self, callback: Callable[[str, dict[str, Any]], None]) -> Callable[[], None]:
+        """Call ``callback(method, params)`` for every event from now on; returns unsubscribe."""
+
+        def pred(ev: Event) -> bool:
+            callback(str(ev.get("method", "")), dict(ev.get("params") or {}))
+            return False  # never "matches": a standing subscription, not a one-shot wait
+
+        entry = (pred, asyncio.get_running_loop().create_future())
+        self._event_waiters.append(entry)
+
+        def unsubscribe() -> None:
+            if entry in self._event_waiters:
+                self._event_waiters.remove(entry)
+
+        return unsubscribe
+
     async def navigate(self, url: str, *, timeout: float = 10.0) -> None:
         """Navigate the tab and wait for its load event."""
         await self.send("Page.enable")
@@ -177,3 +193,24 @@ class CdpWsSession:
             await self._reader
         with contextlib.suppress(OSError):
             await asyncio.to_thread(_http, "GET", f"{self._http_base}/json/close/{self.target_id}")
+
+
+class WsTab:
+    """A :class:`CdpWsSession` as the tools' ``TabSession`` (send + events) for tab *tab_id*."""
+
+    def __init__(self, ws: CdpWsSession, tab_id: int | None = 1) -> None:
+        self.ws = ws
+        self.tab_id = tab_id
+
+    async def send(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        page_changing: bool = False,
+        timeout: float = 10.0,
+    ) -> dict[str, Any]:
+        return await self.ws.send(method, params, page_changing=page_changing, timeout=timeout)
+
+    def subscribe(self, callback: Callable[[str, dict[str, Any]], None]) -> Callable[[], None]:
+        return self.ws.subscribe(callback)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -13,53 +11,13 @@ from actors.tools.browser import default_registry, key_events
 from actors.tools.files import FileSandbox
 from actors.tools.registry import Registry, ToolContext, ToolError
 from messages.errors import ErrorCode
-from tests.helpers.cdp_ws import CdpWsSession
+from tests.helpers.cdp_ws import CdpWsSession, WsTab
 from tests.helpers.chromium import Chromium, PageServer, chromium_available
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not chromium_available(), reason="needs /usr/lib/chromium/chromium"),
 ]
-
-
-class WsTab:
-    """Adapter: a ``CdpWsSession`` as the tools' ``TabSession`` (send + subscribe to events)."""
-
-    def __init__(self, ws: CdpWsSession) -> None:
-        self.ws = ws
-        self.tab_id: int | None = None
-
-    async def send(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        page_changing: bool = False,
-        timeout: float = 10.0,
-    ) -> dict[str, Any]:
-        return await self.ws.send(method, params, page_changing=page_changing, timeout=timeout)
-
-    def subscribe(self, callback: Callable[[str, dict[str, Any]], None]) -> Callable[[], None]:
-        # CdpWsSession calls each waiter's predicate on every event; one that never matches is a
-        # subscription. Its future is never resolved, so removing the entry unsubscribes.
-        def pred(ev: dict[str, Any]) -> bool:
-            callback(ev.get("method", ""), ev.get("params", {}))
-            return False
-
-        entry = (pred, asyncio.get_running_loop().create_future())
-        self.ws._event_waiters.append(entry)
-
-        def unsubscribe() -> None:
-            if entry in self.ws._event_waiters:
-                self.ws._event_waiters.remove(entry)
-
-        return unsubscribe
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Chromium]:
-    with Chromium.launched() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +40,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PageServer]:
 async def ctx(browser: Chromium, tmp_path: Path) -> AsyncIterator[ToolContext]:
     ws = await CdpWsSession.open(browser.http_base)
     try:
-        yield ToolContext(session_id="s", cdp=WsTab(ws), files=FileSandbox(tmp_path))
+        yield ToolContext(session_id="s", cdp=WsTab(ws, None), files=FileSandbox(tmp_path))
     finally:
         await ws.close()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from actors.tools.inspect_more import register_more_tools
 from actors.tools.page import PageTools, Snapshot
 from actors.tools.registry import Registry, ToolContext, ToolError
 from messages.errors import ErrorCode
-from tests.helpers.cdp_ws import CdpWsSession
+from tests.helpers.cdp_ws import CdpWsSession, WsTab
 from tests.helpers.chromium import Chromium, PageServer, chromium_available
 
 pytestmark = [
@@ -51,27 +51,6 @@ FORM_HTML = """<!doctype html><title>Form</title>
 DONE_HTML = "<title>Done</title><p id=q></p><script>q.textContent = location.search</script>"
 
 
-class WsTab:
-    """A ``CdpWsSession`` as the tools' ``TabSession`` (events are not needed here)."""
-
-    def __init__(self, ws: CdpWsSession) -> None:
-        self.ws = ws
-        self.tab_id: int | None = 1
-
-    async def send(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        page_changing: bool = False,
-        timeout: float = 10.0,
-    ) -> dict[str, Any]:
-        return await self.ws.send(method, params, page_changing=page_changing, timeout=timeout)
-
-    def subscribe(self, callback: Callable[[str, dict[str, Any]], None]) -> Callable[[], None]:
-        return lambda: None
-
-
 class Pinned:
     """The part of ``TurnBrowser`` the index tools use: the tab's PageTools and doc token."""
 
@@ -101,12 +80,6 @@ def index_of(snap: Snapshot, needle: str) -> int:
             assert m
             return int(m.group(1))
     raise AssertionError(f"{needle!r} not in snapshot:\n{snap.text}")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Chromium]:
-    with Chromium.launched() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -16,18 +16,6 @@ pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not chromium_available(), reason="needs /usr/lib/chromium/chromium"),
 ]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Chromium]:
-    with Chromium.launched() as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
-def pages() -> Iterator[PageServer]:
-    with PageServer() as srv:
-        yield srv
 
 
 @pytest.fixture

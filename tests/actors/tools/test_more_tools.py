@@ -8,7 +8,7 @@ import http.server
 import json
 import re
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from actors.tools.files import FileSandbox
 from actors.tools.page import PageTools
 from actors.tools.registry import Registry, ToolContext, ToolPolicy
 from messages.errors import ErrorCode
-from tests.helpers.cdp_ws import CdpWsSession
+from tests.helpers.cdp_ws import CdpWsSession, WsTab
 from tests.helpers.chromium import Chromium, chromium_available
 
 pytestmark = [
@@ -98,33 +98,6 @@ class Site(http.server.BaseHTTPRequestHandler):
         self._send(200, json.dumps(answer).encode(), "application/json")
 
 
-class WsTab:
-    """A ``CdpWsSession`` as the tools' ``TabSession``, events included."""
-
-    def __init__(self, ws: CdpWsSession) -> None:
-        self.ws = ws
-        self.tab_id: int | None = 7
-
-    async def send(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        page_changing: bool = False,
-        timeout: float = 10.0,
-    ) -> dict[str, Any]:
-        return await self.ws.send(method, params, page_changing=page_changing, timeout=timeout)
-
-    def subscribe(self, callback: Callable[[str, dict[str, Any]], None]) -> Callable[[], None]:
-        def pred(ev: dict[str, Any]) -> bool:
-            callback(ev.get("method", ""), ev.get("params", {}))
-            return False
-
-        entry = (pred, asyncio.get_running_loop().create_future())
-        self.ws._event_waiters.append(entry)
-        return lambda: self.ws._event_waiters.remove(entry)
-
-
 class Pinned:
     def __init__(self, ws: CdpWsSession) -> None:
         self.tools = PageTools(ws)
@@ -136,12 +109,6 @@ class Pinned:
 
     def token(self) -> str:
         return self.tokens[7]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Chromium]:
-    with Chromium.launched() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +143,7 @@ async def ws(browser: Chromium, server: str) -> AsyncIterator[CdpWsSession]:
 @pytest.fixture
 def ctx(ws: CdpWsSession, tmp_path: Path) -> ToolContext:
     return ToolContext(
-        session_id="s", cdp=WsTab(ws), files=FileSandbox(tmp_path), state={"browser": Pinned(ws)}
+        session_id="s", cdp=WsTab(ws, 7), files=FileSandbox(tmp_path), state={"browser": Pinned(ws)}
     )
 
 
