@@ -64,7 +64,7 @@ from actors.turn_scheduler import (
     TurnTicket,
     YieldSlot,
 )
-from messages.errors import ErrorCode, v1_chat_error_code
+from messages.errors import BrowyError, ErrorCode, v1_chat_error_code
 from messages.wire_inbound import ApprovalResponse, ChatSend, SessionStart, UserAnswer
 from messages.wire_outbound import (
     ApprovalRequest,
@@ -157,6 +157,8 @@ class AgentHub:
         )
         self._ended_by_relay: set[str] = set()
         self._undelivered: dict[str, list[OutboundModel]] = {}
+        # (local client link, browser link) pairs whose take_control the browser's user allowed.
+        self._control_granted: set[tuple[int, int]] = set()
         # Turns ended while still queued (recent ones): a failed submit must not end them twice.
         self._ended_queued: collections.deque[str] = collections.deque(maxlen=1024)
         self.tools = ToolRunner(
@@ -687,7 +689,7 @@ class AgentHub:
         conn = self.connections.get(entry.browser_link_id or ticket.link_id)
         if conn is None:
             return None
-        return await TurnBrowser.pin(
+        browser = await TurnBrowser.pin(
             proxy=conn.proxy,
             session_id=ticket.session_id,
             owner_id=ticket.turn_id,
@@ -695,6 +697,54 @@ class AgentHub:
             window_id=entry.window_id,
             allow_file=False,
         )
+        if entry.browser_link_id is not None and browser.tab_id is not None:
+            await self._take_control(ticket, entry.link.link_id, conn, browser.tab_id)
+        return browser
+
+    async def _take_control(
+        self, ticket: TurnTicket, client_link: int, browser_conn: Connection, tab_id: int
+    ) -> None:
+        """The first time a local client takes a tab of a browser, that browser's user is asked
+        (protocol.md section 6): its v2 panel gets ``approval.request{tool: "take_control"}``.
+        A browser with no v2 panel to ask is left to the config (``allow_local_clients``).
+        Raises APPROVAL_DENIED when the user says no (or does not answer in time)."""
+        key = (client_link, browser_conn.info.link_id)
+        if key in self._control_granted:
+            return
+        panels = [
+            e
+            for e in self.table.sessions_of(browser_conn.info.link_id)
+            if e.link.protocol >= 2 and e.session_id.startswith(("sp-", "dt-"))
+        ]
+        if panels:
+            panel = panels[-1]
+            approval_id, fut = self.prompts.open_approval(panel.session_id)
+            client = self.connections.get(client_link)
+            role = client.info.role if client is not None else "cli"
+            try:
+                await browser_conn.send(
+                    ApprovalRequest(
+                        session_id=panel.session_id,
+                        approval_id=approval_id,
+                        tool="take_control",
+                        args={"client": role, "tabId": tab_id},
+                        summary=f"A local {role} client wants to drive this browser's tab",
+                        risk="high",
+                        origin="",
+                    )
+                )
+                async with asyncio.timeout(self.settings.approval_timeout_s):
+                    decision = await fut
+            except TimeoutError:
+                decision = "deny"
+            finally:
+                self.prompts.close(approval_id)
+            if decision == "deny":
+                raise BrowyError(
+                    "The browser's user did not allow this client to take control.",
+                    code=ErrorCode.APPROVAL_DENIED,
+                )
+        self._control_granted.add(key)
 
     def tool_definitions(self, session_id: str, browser: bool) -> list[dict[str, Any]]:
         entry = self.table.lookup(session_id)

@@ -487,3 +487,33 @@ def test_secret_fields_are_found_in_a_snapshot() -> None:
         '[4] button "Sign in"\n'
     )
     assert _secret_lines(text) == {2, 3}
+
+
+@pytest.mark.parametrize("decision", ["allow", "deny"])
+async def test_a_local_client_taking_a_tab_asks_the_browsers_panel_first(
+    home: Path, decision: str
+) -> None:
+    config = 'allow_local_clients = true\n[tools]\napproval_mode = "never"\n'
+    async with DaemonHarness(home, NAV_SCRIPT, config=config) as h:
+        tab = FakeTab()
+        browser = await h.peer(browser=tab)
+        await browser.hello(2)
+        await browser.start("sp-panel")  # the user's side panel on that browser
+        cli = await h.peer(role="cli")
+        await cli.hello(2, install_id="cli")
+        await cli.start("cli-1", tabs=True)
+        await cli.send({"type": "chat.send", "sessionId": "cli-1", "text": "open it"})
+        ask, _ = await browser.until("approval.request", session_id="sp-panel")
+        assert ask["tool"] == "take_control"
+        assert ask["args"] == {"client": "cli", "tabId": 7}
+        await browser.send(
+            {"type": "approval.response", "sessionId": "sp-panel",
+             "approvalId": ask["approvalId"], "decision": decision}
+        )  # fmt: skip
+        end, _, _ = await cli.turn_end("cli-1")
+        if decision == "deny":
+            assert (end["type"], end["code"]) == ("chat.error", "APPROVAL_DENIED")
+            assert tab.url == "https://example.test/"  # nothing was done
+        else:
+            assert end["type"] == "chat.done"
+            assert tab.url == "https://example.test/from-cli"
