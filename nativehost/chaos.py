@@ -23,10 +23,12 @@ Fault kinds (in-process) and their seam:
   page-changing command and answers after the host's deadline, never, or twice.
 - ``fsync_fail``: the journal's fsync (``ChatStore(fsync_fn=...)``) raises ``EIO`` for a while.
 
-Process mode (``--process``, a shorter scenario): the real relay process (``python -m
-nativehost.relay``) starts the real daemon; ``relay_kill`` SIGKILLs the relay mid-turn (the
-extension reconnects with a new relay), ``daemon_kill`` SIGKILLs the daemon mid-turn (the relay
-restarts it).
+Process mode (``--process``, :mod:`nativehost.chaos_process`): each browser profile is a real
+relay process (``python -m nativehost.relay``, pipes as Chrome starts it) that starts the real
+daemon; ``relay_kill`` SIGKILLs a relay mid-turn (the fake extension starts a new relay and sends
+``hello`` and its ``session.start``s again, as the service worker does), ``daemon_kill`` SIGKILLs
+the daemon mid-turn (the relays reconnect and start a new one). It adds the invariant
+``no_leftover`` and measures ``flat`` on the daemon.
 
 Invariants checked after every run (a non-zero exit if one fails):
 
@@ -61,7 +63,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from actors.store import ChatStore, sessions_dir
 from actors.store_writer import safe_name, scan_records
@@ -70,6 +72,7 @@ from nativehost.chaos_peer import (
     FRAME_FAULTS,
     ChaosPeer,
     Executed,
+    FakeBrowser,
     Recorder,
     TurnRecord,
 )
@@ -103,7 +106,15 @@ IN_PROCESS_FAULTS: tuple[str, ...] = (
 )
 PROCESS_FAULTS: tuple[str, ...] = ("relay_kill", "daemon_kill")
 ALL_FAULTS = IN_PROCESS_FAULTS + PROCESS_FAULTS
-INVARIANTS = ("one_end", "no_duplicate", "unknown_reported", "journaled", "recovered", "flat")
+INVARIANTS = (
+    "one_end",
+    "no_duplicate",
+    "unknown_reported",
+    "journaled",
+    "recovered",
+    "flat",
+    "no_leftover",  # process mode only
+)
 ACTOR_TARGETS = ("connection", "session-router", "turn-scheduler")
 
 TURN_DEADLINE_S = 45.0
@@ -148,6 +159,8 @@ class ChaosReport:
     rss: tuple[int, int] = (0, 0)
     invariants: dict[str, bool] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    mode: str = "in-process"
+    processes: dict[str, int] = field(default_factory=dict)  # process mode: relays, daemons...
 
     @property
     def ok(self) -> bool:
@@ -155,6 +168,7 @@ class ChaosReport:
 
     def as_json(self) -> dict[str, Any]:
         return {
+            "mode": self.mode,
             "seed": self.seed,
             "duration_s": self.duration,
             "sessions": self.sessions,
@@ -172,6 +186,7 @@ class ChaosReport:
             "recovery_ms": self.recovery_ms,
             "open_fds": {"warm": self.fds[0], "end": self.fds[1]},
             "rss_bytes": {"warm": self.rss[0], "end": self.rss[1]},
+            **({"processes": self.processes} if self.mode == "process" else {}),
             "invariants": self.invariants,
             "ok": self.ok,
             "problems": self.problems[:50],
@@ -283,11 +298,24 @@ def _pct(values: list[float], q: float) -> float:
     return round(ordered[at], 1)
 
 
+class PeerLike(Protocol):
+    """What the run and its checks need of a fake browser profile (in-process or process mode)."""
+
+    index: int
+    install_id: str
+    browser: FakeBrowser
+
+    async def wait_ready(self, session_id: str, timeout: float) -> bool: ...
+
+    def send_chat(self, session_id: str, number: int, text: str) -> TurnRecord: ...
+
+
 @dataclass(slots=True)
 class _Injected:
     kind: str
     at: float
     detail: str = ""
+    sessions: frozenset[str] = frozenset()  # the sessions it hit; empty: all of them
 
 
 class _Run:
@@ -301,7 +329,7 @@ class _Run:
         self.fsync = FaultyFsync()
         self.injected: list[_Injected] = []
         self.peers: list[ChaosPeer] = []
-        self.session_peer: dict[str, tuple[ChaosPeer, int]] = {}
+        self.session_peer: dict[str, tuple[PeerLike, int]] = {}
         self.server: DaemonServer | None = None
         self.model: ScriptedModelServer | None = None
         self.turns_per_session = max(20, int(opts.duration * 4))
@@ -511,7 +539,8 @@ class _Run:
         for sid, kind, _ in rec.extra_ends:
             report.problems.append(f"extra {kind} for {sid} (no chat.send open)")
 
-        executed = [e for p in self.peers for e in p.browser.executed if e.page_changing]
+        peers = {p.index: p for p, _ in self.session_peer.values()}.values()
+        executed = [e for p in peers for e in p.browser.executed if e.page_changing]
         report.page_changing_executed = len(executed)
         report.duplicated = self._duplicates(executed, report)
         journals = self._journals()
@@ -612,15 +641,16 @@ class _Run:
         self, turns: list[TurnRecord], report: ChaosReport
     ) -> tuple[dict[str, dict[str, float]], int]:
         done = sorted(
-            (t.sent_at, t.ended_at)
+            (t.session_id, t.sent_at, t.ended_at)
             for t in turns
             if t.end_type == "chat.done" and t.ended_at is not None
         )
         by_kind: dict[str, list[float]] = defaultdict(list)
         lost = 0
         for inj in self.injected:
-            after = [end for sent, end in done if sent >= inj.at]
-            if not any(t.sent_at >= inj.at for t in turns):
+            hit = inj.sessions
+            after = [end for sid, sent, end in done if sent >= inj.at and (not hit or sid in hit)]
+            if not any(t.sent_at >= inj.at and (not hit or t.session_id in hit) for t in turns):
                 continue  # no turn was sent after it (the run ended): nothing to measure
             if not after:
                 lost += 1
@@ -645,8 +675,8 @@ async def run_chaos(opts: ChaosOptions) -> ChaosReport:
 def format_table(report: ChaosReport) -> str:
     """The human-readable report."""
     lines = [
-        f"browy chaos  seed={report.seed}  duration={report.duration:g}s  "
-        f"sessions={report.sessions}",
+        f"browy chaos{'  --process' if report.mode == 'process' else ''}  seed={report.seed}  "
+        f"duration={report.duration:g}s  sessions={report.sessions}",
         "",
         f"{'fault':<20}{'injected':>9}{'recovery p50 ms':>17}{'p99 ms':>10}",
     ]
@@ -662,9 +692,12 @@ def format_table(report: ChaosReport) -> str:
         f"hung {report.hung}   duplicated {report.duplicated}   lost {report.lost}   "
         f"extra ends {report.extra_ends}   page-changing executed {report.page_changing_executed}",
         f"open fds {report.fds[0]} -> {report.fds[1]}   "
-        f"rss {report.rss[0] // 2**20} -> {report.rss[1] // 2**20} MiB",
-        "",
+        f"rss {report.rss[0] // 2**20} -> {report.rss[1] // 2**20} MiB"
+        + ("  (the daemon's)" if report.mode == "process" else ""),
     ]
+    if report.processes:
+        lines.append("processes " + "   ".join(f"{k} {v}" for k, v in report.processes.items()))
+    lines.append("")
     for name in INVARIANTS:
         if name in report.invariants:
             lines.append(f"  {'PASS' if report.invariants[name] else 'FAIL'}  {name}")
@@ -676,7 +709,7 @@ def format_table(report: ChaosReport) -> str:
 
 def _parse_faults(text: str) -> tuple[str, ...]:
     if text in ("", "all"):
-        return IN_PROCESS_FAULTS
+        return ALL_FAULTS  # filtered by the mode
     kinds = tuple(k.strip() for k in text.split(",") if k.strip())
     unknown = [k for k in kinds if k not in ALL_FAULTS]
     if unknown:
@@ -698,8 +731,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     parser.add_argument("--duration", type=float, default=60.0, help="seconds (default 60)")
     parser.add_argument("--sessions", type=int, default=8)
     parser.add_argument(
-        "--faults", type=_parse_faults, default=IN_PROCESS_FAULTS,
-        help=f"comma-separated kinds or 'all' ({', '.join(ALL_FAULTS)})",
+        "--faults", type=_parse_faults, default=ALL_FAULTS,
+        help=f"comma-separated kinds or 'all' (default; in-process: {', '.join(IN_PROCESS_FAULTS)};"
+        f" --process: {', '.join(PROCESS_FAULTS)})",
     )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write the JSON report here")
     parser.add_argument("--process", action="store_true", help="the process-mode scenario")
@@ -710,14 +744,21 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     if args.sessions < 1 or args.duration <= 0:
         print("browy chaos: --sessions and --duration must be positive", file=sys.stderr)
         return 2
-    if args.process:
-        print("browy chaos: --process (relay_kill, daemon_kill) is not built yet", file=sys.stderr)
+    known = PROCESS_FAULTS if args.process else IN_PROCESS_FAULTS
+    faults = tuple(k for k in args.faults if k in known)
+    if not faults:
+        mode = "--process" if args.process else "in-process mode"
+        print(f"browy chaos: none of those fault kinds applies to {mode}", file=sys.stderr)
         return 2
-    faults = tuple(k for k in args.faults if k in IN_PROCESS_FAULTS)
     opts = ChaosOptions(
         seed=args.seed, duration=args.duration, sessions=args.sessions, faults=faults
     )
-    report = asyncio.run(run_chaos(opts))
+    if args.process:
+        from nativehost.chaos_process import run_process_chaos
+
+        report = asyncio.run(run_process_chaos(opts))
+    else:
+        report = asyncio.run(run_chaos(opts))
     out.write(format_table(report) + "\n")
     if args.json is not None:
         args.json.write_text(json.dumps(report.as_json(), indent=2) + "\n")
