@@ -2,6 +2,9 @@
 
 Any OpenAI-compatible server is reached through the ``openai`` SDK (its own retries are off:
 ``max_retries=0``, so the rules below are ours). The daemon wraps this module; it is not an actor.
+Anthropic's Messages API is reached by :class:`actors.model_anthropic.AnthropicGateway` (same
+interface, same rules, the optional ``anthropic`` SDK); :func:`make_gateway` picks by
+``ModelSettings.provider``, and both satisfy the :class:`ChatModel` protocol.
 
 Errors (``ModelError.code``)::
 
@@ -38,7 +41,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
 import openai
 from openai.types.chat import ChatCompletionChunk
@@ -50,7 +53,10 @@ from messages.errors import BrowyError, ErrorCode
 
 __all__ = [
     "FRAGMENT_FIELDS",
+    "NEVER_RETRY",
+    "AttemptFailed",
     "AuthState",
+    "ChatModel",
     "ModelError",
     "ModelGateway",
     "ModelInfo",
@@ -60,7 +66,12 @@ __all__ = [
     "ToolCall",
     "Usage",
     "is_chat_model",
+    "make_gateway",
+    "parse_arguments",
     "parse_retry_after",
+    "provider_detail",
+    "run_attempts",
+    "status_failure",
 ]
 
 log = logging.getLogger(__name__)
@@ -73,8 +84,10 @@ TextSink = Callable[[str], Awaitable[None] | None]
 
 ModelErrorCode = Literal["AUTH", "MODEL_ERROR", "CANCELLED"]
 
-# Statuses a retry cannot fix (the request or the credentials are wrong).
-_NEVER_RETRY = frozenset({400, 401, 403, 404, 422})
+#: Statuses a retry cannot fix (the request or the credentials are wrong).
+NEVER_RETRY = frozenset({400, 401, 403, 404, 422})
+#: The environment variable config.py reads the key from, per provider.
+_KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 # Ids of models that do not chat (the provider's models.list mixes them in).
 _NOT_CHAT = (
     "embed", "whisper", "tts", "dall-e", "davinci-002", "babbage", "moderation", "transcribe",
@@ -89,6 +102,10 @@ class ModelSettings:
     base_url: str
     api_key: str | None
     model: str
+    #: ``"openai"`` (any OpenAI-compatible server) or ``"anthropic"`` (the Messages API).
+    provider: str = "openai"
+    #: The answer's token limit. Anthropic requires one; the OpenAI gateway does not send it.
+    max_output_tokens: int = 4096
     connect_timeout: float = 10.0
     #: No chunk for this long (waiting for the answer, or inside the stream) ends the call.
     stream_idle_timeout: float = 60.0
@@ -164,7 +181,7 @@ class ModelError(BrowyError):
         return self.message
 
 
-class _AttemptFailed(Exception):
+class AttemptFailed(Exception):
     """One attempt failed; ``retry`` says whether another attempt may follow."""
 
     def __init__(self, error: ModelError, *, retry: bool, retry_after: float | None = None) -> None:
@@ -185,7 +202,7 @@ class _Backoff(wait_base):
     def __call__(self, retry_state: RetryCallState) -> float:
         outcome = retry_state.outcome
         failure = outcome.exception() if outcome is not None else None
-        if isinstance(failure, _AttemptFailed) and failure.retry_after is not None:
+        if isinstance(failure, AttemptFailed) and failure.retry_after is not None:
             return min(failure.retry_after, self._cap)
         # Written out rather than tenacity's wait_exponential_jitter, whose parameters changed
         # across the versions pyproject allows. "Full" jitter of up to one initial step.
@@ -307,19 +324,20 @@ class _Assembler:
         )
 
 
-def _finish_call(index: int, call: _PartialCall) -> ToolCall:
-    raw = "".join(call.arguments)
-    parsed: dict[str, Any] | None = None
-    problem: str | None = None
+def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
+    """A tool call's arguments JSON as ``(object, None)``, or ``(None, why it is not one)``."""
     try:
         value = json.loads(raw) if raw.strip() else {}
     except json.JSONDecodeError as exc:
-        problem = f"the arguments are not valid JSON ({exc.msg} at character {exc.pos})"
-    else:
-        if isinstance(value, dict):
-            parsed = value
-        else:
-            problem = "the arguments must be a JSON object"
+        return None, f"the arguments are not valid JSON ({exc.msg} at character {exc.pos})"
+    if isinstance(value, dict):
+        return value, None
+    return None, "the arguments must be a JSON object"
+
+
+def _finish_call(index: int, call: _PartialCall) -> ToolCall:
+    raw = "".join(call.arguments)
+    parsed, problem = parse_arguments(raw)
     return ToolCall(
         id=call.id or f"call_{index}",
         name=call.name,
@@ -330,8 +348,8 @@ def _finish_call(index: int, call: _PartialCall) -> ToolCall:
     )
 
 
-def _provider_message(error: openai.APIStatusError) -> str:
-    body = error.body
+def provider_detail(body: object) -> str:
+    """The provider's own error message from an error body (OpenAI's or Anthropic's shape)."""
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict) and isinstance(inner.get("message"), str):
@@ -381,35 +399,9 @@ class ModelGateway:
         Raises :class:`ModelError`. Cancelling the calling task closes the HTTP stream before
         CancelledError propagates.
         """
-        shown = False  # has any text reached on_text? then no retry
-
-        async def sink(piece: str) -> None:
-            nonlocal shown
-            shown = True
-            result = on_text(piece)
-            if inspect.isawaitable(result):
-                await result
-
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(max(1, self.settings.max_attempts)),
-            wait=_Backoff(self.settings),
-            retry=retry_if_exception(lambda e: isinstance(e, _AttemptFailed) and e.retry),
-            reraise=True,
+        return await run_attempts(
+            self.settings, lambda sink: self._attempt(messages, tools, sink), on_text
         )
-        try:
-            async for attempt in retrying:
-                with attempt:
-                    try:
-                        return await self._attempt(messages, tools, sink)
-                    except _AttemptFailed as failure:
-                        if shown:
-                            failure.retry = False
-                        n = attempt.retry_state.attempt_number
-                        log.warning("model call attempt %d failed: %s", n, failure.error.message)
-                        raise
-        except _AttemptFailed as failure:
-            raise failure.error from None
-        raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
 
     async def _attempt(
         self,
@@ -442,18 +434,18 @@ class ModelGateway:
                             f"The model stopped responding (no data for {idle:g} s).",
                             retryable=True,
                         )
-                        raise _AttemptFailed(error, retry=False) from None
+                        raise AttemptFailed(error, retry=False) from None
                     piece = assembler.feed(chunk)
                     if piece:
                         await sink(piece)
         except openai.APIStatusError as exc:
-            raise self._status_failure(exc) from None
+            raise _openai_failure(self.settings, exc) from None
         except openai.APITimeoutError as exc:
             log.info("model call timed out: %r", exc)
             error = ModelError(
                 "MODEL_ERROR", "The model provider did not answer in time.", retryable=True
             )
-            raise _AttemptFailed(error, retry=True) from None
+            raise AttemptFailed(error, retry=True) from None
         except openai.APIConnectionError as exc:
             log.info("model connection failed: %r (cause %r)", exc, exc.__cause__)
             error = ModelError(
@@ -461,60 +453,19 @@ class ModelGateway:
                 f"Lost the connection to the model provider at {self.settings.base_url}.",
                 retryable=True,
             )
-            raise _AttemptFailed(error, retry=True) from None
+            raise AttemptFailed(error, retry=True) from None
         except openai.APIError as exc:  # an error event inside a 200 stream
             log.info("model stream reported an error: %r body=%r", exc, exc.body)
             error = ModelError(
                 "MODEL_ERROR", "The model provider reported an error mid-answer.", retryable=True
             )
-            raise _AttemptFailed(error, retry=True) from None
+            raise AttemptFailed(error, retry=True) from None
         if assembler.finish_reason is None:
             error = ModelError(
                 "MODEL_ERROR", "The model's answer was cut off before its end.", retryable=True
             )
-            raise _AttemptFailed(error, retry=True)
+            raise AttemptFailed(error, retry=True)
         return assembler.reply()
-
-    def _status_failure(self, exc: openai.APIStatusError) -> _AttemptFailed:
-        status = exc.status_code
-        detail = _provider_message(exc)
-        log.info("model call got HTTP %d: %s", status, detail)
-        if status in (401, 403):
-            return _AttemptFailed(ModelError("AUTH", self._auth_detail(status)), retry=False)
-        if status == 404:
-            message = (
-                f"The model provider at {self.settings.base_url} has no model "
-                f"'{self.settings.model}' (HTTP 404). Pick one from the provider's model list."
-            )
-            return _AttemptFailed(ModelError("MODEL_ERROR", message), retry=False)
-        message = f"The model provider answered HTTP {status}" + (f": {detail}" if detail else ".")
-        if status in _NEVER_RETRY:
-            return _AttemptFailed(ModelError("MODEL_ERROR", message), retry=False)
-        headers = {k.lower(): v for k, v in exc.response.headers.items()}
-        return _AttemptFailed(
-            ModelError("MODEL_ERROR", message, retryable=True),
-            retry=True,
-            retry_after=parse_retry_after(headers),
-        )
-
-    def _auth_detail(self, status: int) -> str:
-        where = self.settings.base_url
-        if not self.settings.api_key:
-            return (
-                f"No API key is configured for the model provider at {where} (HTTP {status}). "
-                "How to fix: put the key in Browy's config.toml (or the key file it names) and "
-                "try again; the daemon does not read keys from your shell's environment."
-            )
-        if status == 403:
-            return (
-                f"The model provider at {where} refused access to model "
-                f"'{self.settings.model}' with this API key (HTTP 403). How to fix: check the "
-                "key's permissions or project in the provider's console, or pick another model."
-            )
-        return (
-            f"The model provider at {where} rejected the API key (HTTP 401). How to fix: put "
-            "a valid key in Browy's config.toml (or the key file it names) and try again."
-        )
 
     async def list_models(self) -> list[ModelInfo]:
         """The provider's chat models (embedding, audio and image models are left out)."""
@@ -524,7 +475,7 @@ class ModelGateway:
             ):
                 listed = [m async for m in self._client.models.list()]
         except openai.APIStatusError as exc:
-            raise self._status_failure(exc).error from None
+            raise _openai_failure(self.settings, exc).error from None
         except (openai.APIError, TimeoutError) as exc:
             log.info("models.list failed: %r", exc)
             raise ModelError(
@@ -547,3 +498,151 @@ class ModelGateway:
                 return AuthState(state="unauth", detail=exc.message)
             return AuthState(state="unknown", detail=exc.message)
         return AuthState(state="ready")
+
+
+def _openai_failure(settings: ModelSettings, exc: openai.APIStatusError) -> AttemptFailed:
+    headers = {k.lower(): v for k, v in exc.response.headers.items()}
+    return status_failure(settings, exc.status_code, headers, exc.body)
+
+
+# -- shared by every gateway ------------------------------------------------------------------
+
+
+async def run_attempts(
+    settings: ModelSettings,
+    attempt: Callable[[Callable[[str], Awaitable[None]]], Awaitable[ModelReply]],
+    on_text: TextSink,
+) -> ModelReply:
+    """Run ``attempt(sink)`` under the retry rules (see the module docstring).
+
+    *attempt* streams text to the sink it is given and raises :class:`AttemptFailed`; once any
+    text has reached *on_text*, a failure is final. Raises :class:`ModelError`.
+    """
+    shown = False  # has any text reached on_text? then no retry
+
+    async def sink(piece: str) -> None:
+        nonlocal shown
+        shown = True
+        result = on_text(piece)
+        if inspect.isawaitable(result):
+            await result
+
+    retrying = AsyncRetrying(
+        stop=stop_after_attempt(max(1, settings.max_attempts)),
+        wait=_Backoff(settings),
+        retry=retry_if_exception(lambda e: isinstance(e, AttemptFailed) and e.retry),
+        reraise=True,
+    )
+    try:
+        async for trial in retrying:
+            with trial:
+                try:
+                    return await attempt(sink)
+                except AttemptFailed as failure:
+                    if shown:
+                        failure.retry = False
+                    n = trial.retry_state.attempt_number
+                    log.warning("model call attempt %d failed: %s", n, failure.error.message)
+                    raise
+    except AttemptFailed as failure:
+        raise failure.error from None
+    raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
+
+
+def status_failure(
+    settings: ModelSettings, status: int, headers: Mapping[str, str], body: object
+) -> AttemptFailed:
+    """What an HTTP error status means: AUTH for 401/403, else MODEL_ERROR, retried unless the
+    status is in :data:`NEVER_RETRY`, after ``Retry-After`` when given. *headers*: lower-case."""
+    detail = provider_detail(body)
+    log.info("model call got HTTP %d: %s", status, detail)
+    if status in (401, 403):
+        return AttemptFailed(ModelError("AUTH", _auth_detail(settings, status)), retry=False)
+    if status == 404:
+        message = (
+            f"The model provider at {settings.base_url} has no model "
+            f"'{settings.model}' (HTTP 404). Pick one from the provider's model list."
+        )
+        return AttemptFailed(ModelError("MODEL_ERROR", message), retry=False)
+    message = f"The model provider answered HTTP {status}" + (f": {detail}" if detail else ".")
+    if status in NEVER_RETRY:
+        return AttemptFailed(ModelError("MODEL_ERROR", message), retry=False)
+    return AttemptFailed(
+        ModelError("MODEL_ERROR", message, retryable=True),
+        retry=True,
+        retry_after=parse_retry_after(headers),
+    )
+
+
+def _auth_detail(settings: ModelSettings, status: int) -> str:
+    where = settings.base_url
+    variable = _KEY_VARS.get(settings.provider)
+    env_note = (
+        f" ({variable} counts only when it is set in the environment the browser was started "
+        "from; the daemon does not read keys from your shell's environment)"
+        if variable
+        else ""
+    )
+    if not settings.api_key:
+        return (
+            f"No API key is configured for the model provider at {where} (HTTP {status}). "
+            "How to fix: put the key in Browy's config.toml ([model] api_key, or api_key_file "
+            f"naming a file that holds it) and try again{env_note}."
+        )
+    if status == 403:
+        return (
+            f"The model provider at {where} refused access to model "
+            f"'{settings.model}' with this API key (HTTP 403). How to fix: check the "
+            "key's permissions or project in the provider's console, or pick another model."
+        )
+    return (
+        f"The model provider at {where} rejected the API key (HTTP 401). How to fix: put "
+        "a valid key in Browy's config.toml ([model] api_key, or the file [model] api_key_file "
+        f"names) and try again{env_note}."
+    )
+
+
+class ChatModel(Protocol):
+    """What the daemon needs of a gateway; :class:`ModelGateway` and ``AnthropicGateway`` are
+    both one."""
+
+    @property
+    def settings(self) -> ModelSettings: ...
+
+    async def stream_turn(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        on_text: TextSink,
+    ) -> ModelReply: ...
+
+    async def list_models(self) -> list[ModelInfo]: ...
+
+    async def check_auth(self) -> AuthState: ...
+
+    async def aclose(self) -> None: ...
+
+
+def make_gateway(settings: ModelSettings) -> ChatModel:
+    """The gateway for ``settings.provider``: :class:`ModelGateway` for ``"openai"``,
+    ``AnthropicGateway`` for ``"anthropic"`` (needs the optional ``anthropic`` SDK:
+    ``pip install 'browy-host[anthropic]'``). Raises :class:`ModelError` otherwise."""
+    if settings.provider == "openai":
+        return ModelGateway(settings)
+    if settings.provider == "anthropic":
+        try:
+            from actors.model_anthropic import AnthropicGateway
+        except ImportError as exc:
+            log.error("the anthropic provider needs the anthropic SDK: %r", exc)
+            raise ModelError(
+                "MODEL_ERROR",
+                "The Anthropic provider needs the 'anthropic' package. How to fix: install it "
+                "(pip install 'browy-host[anthropic]') and restart Browy.",
+            ) from None
+        return AnthropicGateway(settings)
+    raise ModelError(
+        "MODEL_ERROR",
+        f"Unknown model provider '{settings.provider}' in [model] provider: "
+        "use 'openai' or 'anthropic'.",
+    )

@@ -1,8 +1,8 @@
-"""A scripted OpenAI-compatible chat-completions server: ``browy model-server``.
+"""A scripted OpenAI- and Anthropic-compatible model server: ``browy model-server``.
 
 It lets a user check their setup without a key, and it is what the tests, the offline demo and the
-fault-injection harness talk to through the real ``openai`` client. It speaks the wire format of the
-OpenAI API as the SDK expects it:
+fault-injection harness talk to through the real ``openai`` and ``anthropic`` clients. It speaks the
+wire format of the OpenAI API as the SDK expects it:
 
 - ``POST /v1/chat/completions``, non-streaming (one ``chat.completion`` object) or streaming (SSE:
   ``data: {chunk}\\n\\n`` ... ``data: [DONE]\\n\\n``). The first chunk carries ``role``; text
@@ -12,6 +12,22 @@ OpenAI API as the SDK expects it:
   chunk has ``"usage": null`` and a final chunk with ``"choices": []`` carries the usage.
 - ``GET /v1/models``: the script's model list.
 - Errors use OpenAI's body shape ``{"error": {"message", "type", "param", "code"}}``.
+
+and the Anthropic Messages API (the same steps and faults answer both):
+
+- ``POST /v1/messages``, non-streaming (one ``message`` object with ``content`` blocks) or
+  streaming (SSE ``event: <type>\\ndata: {json}\\n\\n``, in Anthropic's order: ``message_start``;
+  per content block ``content_block_start``, its ``content_block_delta`` events (``thinking_delta``
+  then one ``signature_delta``; ``text_delta`` per text chunk; ``input_json_delta`` starting with an
+  empty ``partial_json`` then argument fragments) and ``content_block_stop``, with one ``ping``
+  after the first ``content_block_start``; ``message_delta`` with ``stop_reason`` and ``usage``;
+  ``message_stop``). Blocks come thinking first, then text, then tool_use.
+- ``GET /v1/models`` with an ``anthropic-version`` header: Anthropic's list shape (``data`` of
+  ``{"type": "model", "id", "display_name", "created_at"}``, ``has_more``, ``first_id``,
+  ``last_id``).
+- Errors use Anthropic's body shape ``{"type": "error", "error": {"type", "message"}}``; the key
+  is read from ``x-api-key`` (or a bearer token). Step matching sees the ``system`` parameter as a
+  system message, and a user message made of ``tool_result`` blocks as a tool result.
 
 Script format
 -------------
@@ -29,6 +45,8 @@ A step (every key optional)::
      "tool_calls": [{"name": "click", "arguments": {"index": 3} | "<raw, maybe bad, JSON>",
                      "id": "call_1", "extra": {...}}],   # "extra": provider fields on the call
      "extra": {"reasoning_content": "..."},  # provider-opaque fields on the assistant message
+     "thinking": {"text": "...", "signature": "sig"} | {"redacted": "opaque data"} | [...],
+                                             # Anthropic thinking blocks (/v1/messages only)
      "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
      "finish_reason": "stop",                # default: "tool_calls" if there are any, else "stop"
      "fault": fault | [fault, ...],
@@ -36,12 +54,14 @@ A step (every key optional)::
      "session": "marker-A",                  # see "Which step answers a request"
      "match": {"user_contains": "weather", "tool_result": true}}
 
-Faults (``after_chunks`` counts the SSE ``data:`` events already written; default 0)::
+Faults (``after_chunks`` counts the SSE ``data:`` events already written, ``ping`` included;
+default 0)::
 
     {"kind": "status", "status": 503, "retry_after": 1, "message": "..."}
         HTTP error with OpenAI's error body (and a Retry-After header: seconds or an HTTP date).
-        With "after_chunks" > 0 the status is already 200, so the error is sent the way OpenAI
-        does it mid-stream: a ``data: {"error": {...}}`` event, then the stream ends.
+        With "after_chunks" > 0 the status is already 200, so the error is sent the way the
+        provider does it mid-stream (OpenAI: a ``data: {"error": {...}}`` event; Anthropic: an
+        ``event: error`` with its error body), then the stream ends.
     {"kind": "disconnect", "after_chunks": 2}    close the connection abruptly
     {"kind": "hang", "after_chunks": 0}          send nothing more until the client goes away
     {"kind": "delay", "first_chunk_s": 0.5, "between_chunks_s": 0.1}
@@ -87,6 +107,7 @@ __all__ = [
     "ScriptError",
     "ScriptedModelServer",
     "Step",
+    "ThinkingSpec",
     "ToolCallSpec",
     "load_script",
     "main",
@@ -97,6 +118,16 @@ log = logging.getLogger(__name__)
 FaultKind = Literal["status", "disconnect", "hang", "delay"]
 _FAULT_KINDS: tuple[str, ...] = ("status", "disconnect", "hang", "delay")
 _ARGUMENT_FRAGMENT = 8  # characters per streamed argument fragment, as small as OpenAI's
+_ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+_STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 
 
 class ScriptError(ValueError):
@@ -132,12 +163,22 @@ class ToolCallSpec:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ThinkingSpec:
+    """An Anthropic thinking block: ``text`` + ``signature``, or ``redacted`` (opaque data)."""
+
+    text: str = ""
+    signature: str = ""
+    redacted: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Step:
     """One scripted answer (see the module docstring)."""
 
     text: tuple[str, ...] = ()
     tool_calls: tuple[ToolCallSpec, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
+    thinking: tuple[ThinkingSpec, ...] = ()
     usage: dict[str, int] | None = None
     finish_reason: str | None = None
     faults: tuple[Fault, ...] = ()
@@ -181,7 +222,7 @@ def _parse_fault(raw: object, where: str) -> Fault:
 def _parse_step(raw: object, where: str) -> Step:
     if not isinstance(raw, dict):
         raise ScriptError(f"{where}: a step must be an object")
-    known = {"text", "tool_calls", "extra", "usage", "finish_reason", "fault", "repeat"}
+    known = {"text", "tool_calls", "extra", "thinking", "usage", "finish_reason", "fault", "repeat"}
     unknown = set(raw) - known - {"session", "match"}
     if unknown:
         raise ScriptError(f"{where}: unknown keys {sorted(unknown)}")
@@ -195,6 +236,15 @@ def _parse_step(raw: object, where: str) -> Step:
             calls.append(ToolCallSpec(**call))
         except TypeError as exc:
             raise ScriptError(f"{where}.tool_calls[{n}]: {exc}") from None
+    thinking_raw = raw.get("thinking", ())
+    thinking = []
+    for n, block in enumerate([thinking_raw] if isinstance(thinking_raw, dict) else thinking_raw):
+        if not isinstance(block, dict):
+            raise ScriptError(f"{where}.thinking[{n}]: must be an object")
+        try:
+            thinking.append(ThinkingSpec(**block))
+        except TypeError as exc:
+            raise ScriptError(f"{where}.thinking[{n}]: {exc}") from None
     faults_raw = raw.get("fault", ())
     faults_list = [faults_raw] if isinstance(faults_raw, dict) else list(faults_raw)
     match = raw.get("match") or {}
@@ -205,6 +255,7 @@ def _parse_step(raw: object, where: str) -> Step:
         text=chunks,
         tool_calls=tuple(calls),
         extra=dict(raw.get("extra") or {}),
+        thinking=tuple(thinking),
         usage=raw.get("usage"),
         finish_reason=raw.get("finish_reason"),
         faults=tuple(_parse_fault(f, f"{where}.fault") for f in faults_list),
@@ -300,6 +351,7 @@ class ScriptedModelServer:
         """Listen on *host*:*port* (0: any free port) and return the base URL ending in ``/v1``."""
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/messages", self._messages)
         app.router.add_get("/v1/models", self._models)
         # handler_cancellation: a handler is cancelled when its client goes away, which is how a
         # hanging answer learns of the disconnect (and how tests observe it).
@@ -333,9 +385,13 @@ class ScriptedModelServer:
     def _authorized(self, request: web.Request) -> bool:
         if self.script.api_key is None:
             return True
+        if request.headers.get("x-api-key") == self.script.api_key:
+            return True
         return request.headers.get("Authorization") == f"Bearer {self.script.api_key}"
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
+        if "anthropic-version" in request.headers:
+            return self._anthropic_models(request)
         if not self._authorized(request):
             return _error(401, "Incorrect API key provided.", "invalid_request_error")
         data = [
@@ -343,6 +399,23 @@ class ScriptedModelServer:
             for m in self.script.models
         ]
         return web.json_response({"object": "list", "data": data}, dumps=_dumps)
+
+    def _anthropic_models(self, request: web.Request) -> web.StreamResponse:
+        if not self._authorized(request):
+            return _anthropic_error(401, "invalid x-api-key")
+        data = [
+            {
+                "type": "model",
+                "id": m,
+                "display_name": m,
+                "created_at": "2025-01-01T00:00:00Z",
+                "lifecycle": "active",
+            }
+            for m in self.script.models
+        ]
+        first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
+        body = {"data": data, "has_more": False, "first_id": first, "last_id": last}
+        return web.json_response(body, dumps=_dumps)
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         try:
@@ -493,8 +566,180 @@ class ScriptedModelServer:
             self._note_disconnect()
         return response
 
+    # -- the Anthropic Messages API ------------------------------------------------------------
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        try:
+            body = orjson.loads(await request.read())
+        except orjson.JSONDecodeError:
+            return _anthropic_error(400, "request body is not JSON")
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return _anthropic_error(400, "messages: Field required")
+        self.requests.append(body)
+        self.request_times.append(asyncio.get_running_loop().time())
+        if not self._authorized(request):
+            return _anthropic_error(401, "invalid x-api-key")
+        if not isinstance(body.get("max_tokens"), int):
+            return _anthropic_error(400, "max_tokens: Field required")
+        step = self._answer_for(_openai_view(body))
+        if step is None:
+            number = len(self.requests)
+            return _anthropic_error(
+                500, f"scripted model server: script exhausted (no step left for request {number})"
+            )
+        status = step.fault("status")
+        if status is not None and status.after_chunks == 0:
+            headers = {}
+            if status.retry_after is not None:
+                headers["Retry-After"] = str(status.retry_after)
+            message = status.message or f"scripted HTTP {status.status}"
+            return _anthropic_error(status.status, message, headers)
+        model = str(body.get("model", self.script.models[0]))
+        try:
+            if body.get("stream"):
+                return await self._anthropic_stream(request, step, model)
+            return await self._anthropic_complete(request, step, model)
+        except asyncio.CancelledError:
+            self._note_disconnect()
+            raise
+
+    def _anthropic_blocks(self, step: Step) -> list[dict[str, Any]]:
+        """The finished content blocks of an answer: thinking, then text, then tool_use."""
+        blocks: list[dict[str, Any]] = []
+        for thought in step.thinking:
+            if thought.redacted is not None:
+                blocks.append({"type": "redacted_thinking", "data": thought.redacted})
+            else:
+                blocks.append(
+                    {"type": "thinking", "thinking": thought.text, "signature": thought.signature}
+                )
+        if step.text:
+            blocks.append({"type": "text", "text": "".join(step.text)})
+        for n, spec in enumerate(step.tool_calls):
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": spec.id or f"toolu_browy{next(self._ids)}_{n}",
+                    "name": spec.name,
+                    "input": spec.arguments_json(),  # a string until _anthropic_complete parses it
+                }
+            )
+        return blocks
+
+    def _message(self, step: Step, model: str, content: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "id": f"msg_browy{next(self._ids)}",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": content,
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": _anthropic_usage(step)["input_tokens"], "output_tokens": 1},
+        }
+
+    async def _anthropic_complete(
+        self, request: web.Request, step: Step, model: str
+    ) -> web.StreamResponse:
+        delay = step.fault("delay")
+        if delay is not None and delay.first_chunk_s:
+            await asyncio.sleep(delay.first_chunk_s)
+        if step.fault("hang") is not None:
+            await self._stopping.wait()
+        if step.fault("disconnect") is not None or self._stopping.is_set():
+            _abort(request)
+            return web.Response()
+        blocks = self._anthropic_blocks(step)
+        for block in blocks:
+            if block["type"] == "tool_use":
+                try:
+                    block["input"] = orjson.loads(block["input"])
+                except orjson.JSONDecodeError:
+                    block["input"] = {}  # Anthropic always sends an object
+        message = self._message(step, model, blocks)
+        message["stop_reason"] = _stop_reason(step)
+        message["usage"] = _anthropic_usage(step)
+        return web.json_response(message, dumps=_dumps)
+
+    def _anthropic_events(self, step: Step, model: str) -> list[dict[str, Any]]:
+        """The SSE events of a streamed answer, in Anthropic's order."""
+        events: list[dict[str, Any]] = [
+            {"type": "message_start", "message": self._message(step, model, [])}
+        ]
+        for index, block in enumerate(self._anthropic_blocks(step)):
+            kind = block["type"]
+            deltas: list[dict[str, Any]] = []
+            start: dict[str, Any]
+            if kind == "thinking":
+                start = {"type": "thinking", "thinking": "", "signature": ""}
+                deltas = [
+                    {"type": "thinking_delta", "thinking": t}
+                    for t in _split_words(block["thinking"])
+                ]
+                deltas.append({"type": "signature_delta", "signature": block["signature"]})
+            elif kind == "text":
+                start = {"type": "text", "text": ""}
+                deltas = [{"type": "text_delta", "text": piece} for piece in step.text]
+            elif kind == "tool_use":
+                start = {**block, "input": {}}
+                args: str = block["input"]
+                deltas = [{"type": "input_json_delta", "partial_json": ""}]
+                deltas.extend(
+                    {"type": "input_json_delta", "partial_json": args[at : at + _ARGUMENT_FRAGMENT]}
+                    for at in range(0, len(args), _ARGUMENT_FRAGMENT)
+                )
+            else:  # redacted_thinking: whole in its start event
+                start = block
+            events.append({"type": "content_block_start", "index": index, "content_block": start})
+            if index == 0:
+                events.append({"type": "ping"})
+            events.extend(
+                {"type": "content_block_delta", "index": index, "delta": d} for d in deltas
+            )
+            events.append({"type": "content_block_stop", "index": index})
+        usage = _anthropic_usage(step)
+        events.append(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": _stop_reason(step), "stop_sequence": None},
+                "usage": {"output_tokens": usage["output_tokens"]},
+            }
+        )
+        events.append({"type": "message_stop"})
+        return events
+
+    async def _anthropic_stream(
+        self, request: web.Request, step: Step, model: str
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
+        await response.prepare(request)
+        events = self._anthropic_events(step, model)
+        delay = step.fault("delay") or Fault(kind="delay")
+        try:
+            for n, event in enumerate(events):
+                if not await self._fault_point(request, response, step, n, anthropic=True):
+                    return response
+                pause = delay.first_chunk_s if n == 0 else delay.between_chunks_s
+                if pause:
+                    await asyncio.sleep(pause)
+                await response.write(_sse(event))
+            if not await self._fault_point(request, response, step, len(events), anthropic=True):
+                return response
+            await response.write_eof()
+        except ConnectionResetError:
+            self._note_disconnect()
+        return response
+
     async def _fault_point(
-        self, request: web.Request, response: web.StreamResponse, step: Step, sent: int
+        self,
+        request: web.Request,
+        response: web.StreamResponse,
+        step: Step,
+        sent: int,
+        *,
+        anthropic: bool = False,
     ) -> bool:
         """Inject the faults due after *sent* chunks; return whether to go on streaming.
 
@@ -509,6 +754,11 @@ class ScriptedModelServer:
                 return False
             if fault.kind == "disconnect":
                 _abort(request)
+                return False
+            if fault.kind == "status" and anthropic:
+                message = fault.message or f"scripted HTTP {fault.status}"
+                await response.write(_sse(_anthropic_error_body(fault.status, message)))
+                await response.write_eof()
                 return False
             if fault.kind == "status":
                 # What OpenAI does when a stream fails after its 200: an error event, then the end.
@@ -533,6 +783,57 @@ def _error(
 ) -> web.Response:
     body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
     return web.json_response(body, status=status, headers=headers, dumps=_dumps)
+
+
+def _anthropic_error_body(status: int, message: str) -> dict[str, Any]:
+    kind = _ANTHROPIC_ERROR_TYPES.get(
+        status, "api_error" if status >= 500 else "invalid_request_error"
+    )
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def _anthropic_error(
+    status: int, message: str, headers: dict[str, str] | None = None
+) -> web.Response:
+    body = _anthropic_error_body(status, message)
+    return web.json_response(body, status=status, headers=headers, dumps=_dumps)
+
+
+def _sse(event: Mapping[str, Any]) -> bytes:
+    return b"event: " + str(event["type"]).encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
+
+
+def _openai_view(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """An Anthropic request's messages as OpenAI chat messages, for the step rules (and echo):
+    ``system`` becomes a system message, a user message of tool_result blocks a tool message."""
+    out: list[dict[str, Any]] = []
+    system = body.get("system")
+    if system:
+        out.append({"role": "system", "content": system})
+    for message in body["messages"]:
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else []
+        results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+        if message.get("role") == "user" and results and len(results) == len(blocks):
+            out.append({"role": "tool", "content": ""})
+        else:
+            out.append({"role": message.get("role"), "content": content})
+    return out
+
+
+def _stop_reason(step: Step) -> str:
+    finish = _finish(step)
+    return _STOP_REASONS.get(finish, finish)
+
+
+def _anthropic_usage(step: Step) -> dict[str, int]:
+    usage = _usage(step)
+    return {
+        "input_tokens": usage.get("input_tokens", usage.get("prompt_tokens", 10)),
+        "output_tokens": usage.get("output_tokens", usage.get("completion_tokens", 1)),
+    }
 
 
 def _finish(step: Step) -> str:

@@ -61,7 +61,10 @@ HANDSHAKE_TIMEOUT_S = 5.0
 def model_settings(home: Path, config: Config) -> ModelSettings | None:
     """The gateway's settings from ``[model]`` (and the environment), or None if not configured."""
     model = config.model
-    if not model.base_url or not model.model:
+    base_url = model.base_url
+    if base_url is None and model.provider == "anthropic":
+        base_url = "https://api.anthropic.com"
+    if not base_url or not model.model:
         return None
     try:
         key = model.resolve_api_key(home)
@@ -69,7 +72,8 @@ def model_settings(home: Path, config: Config) -> ModelSettings | None:
         log.error("model key: %s", exc)
         key = None
     return ModelSettings(
-        base_url=model.base_url,
+        provider=model.provider,
+        base_url=base_url,
         api_key=key,
         model=model.model,
         stream_idle_timeout=min(model.request_timeout, 120.0),

@@ -35,7 +35,7 @@ from actors.browser_tools import (
     TurnBrowser,
     mask_secret_args,
 )
-from actors.model_gateway import ModelError, ModelGateway, ModelSettings
+from actors.model_gateway import ChatModel, ModelError, ModelSettings, make_gateway
 from actors.prompts import PromptBroker
 from actors.runtime import ActorError, Ref
 from actors.session_router import (
@@ -148,7 +148,8 @@ class AgentHub:
         self._sup: Supervisor | None = None
         self._turn_tasks: set[asyncio.Task[None]] = set()
         self._texts: dict[str, TurnRequest] = {}
-        self._model: ModelGateway | None = None
+        self._model: ChatModel | None = None
+        self._model_problem: str | None = None
         self._model_id = settings.model.model if settings.model else ""
         self._auth: AuthStatus = (
             AuthStatus(state="unknown", detail="checking the model provider")
@@ -186,7 +187,7 @@ class AgentHub:
         )
         await self._sup.start()
         if self.settings.model is not None:
-            self._model = ModelGateway(self.settings.model)
+            self._model = self._gateway(self.settings.model)
         self._own(self._check_auth(), "auth-check")
 
     def _own(self, coro: Any, name: str) -> None:
@@ -217,7 +218,7 @@ class AgentHub:
             self._scheduler_actor.queue.limit = settings.turn_concurrency
         if settings.model != old.model:
             previous = self._model
-            self._model = ModelGateway(settings.model) if settings.model else None
+            self._model = self._gateway(settings.model) if settings.model else None
             self._model_id = settings.model.model if settings.model else ""
             if previous is not None:
                 self._own(previous.aclose(), "close-old-gateway")
@@ -452,44 +453,52 @@ class AgentHub:
         return [ModelInfo(id=self._model_id, name=self._model_id)] if self._model_id else []
 
     async def _settle_cut_turn(self, conn: Connection, result: RegisterResult) -> None:
-        entry = result.entry
-        if self.is_running(entry.session_id):
-            return
-        undelivered = self._undelivered.pop(entry.session_id, None)
+        """A session (re-)registered: give it the definite end of any turn it has not seen end.
+
+        Two sources: an end this daemon kept because it found no panel (``_undelivered``), and
+        a turn the journal shows cut by a crash of an earlier daemon (``cut_turn``). If the relay
+        already ended that turn (``turns_ended``), only interrupted tool results are sent, never
+        a second end. The relay's mark is for one turn: it is used here, or kept for the turn of
+        this session that is still winding down, and otherwise dropped so it cannot swallow the
+        end of a later turn.
+        """
+        sid = entry_sid = result.entry.session_id
+        marked = sid in self._ended_by_relay
+        used = False
+        undelivered = self._undelivered.pop(sid, None)
         if undelivered is not None:
-            if entry.session_id in self._ended_by_relay:
-                self._ended_by_relay.discard(entry.session_id)
-                return
+            if marked:
+                used = True
+                undelivered = [m for m in undelivered if isinstance(m, ChatToolResult)]
             for msg in undelivered:
                 await conn.send(_for_protocol(msg, conn.info.protocol))
-            return
-        chat = self.store.chat(entry.scope, entry.session_id)
-        cut = chat.cut_turn()
-        if cut is None:
-            return
-        turn_id = cut.turn_id
-        message = "This turn was interrupted (the connection or the daemon went away)."
-        v2 = conn.info.protocol >= 2
-        for call in cut.pending_calls:
-            # Sent, never answered before the crash: unknown, and never sent again (section 5).
-            outcome: Literal["unknown", "error"] = "unknown" if call.page_changing else "error"
-            await conn.send(
-                ChatToolResult(
-                    session_id=entry.session_id,
-                    call_id=call.call_id,
-                    ok=False,
-                    summary="interrupted: outcome unknown — not repeated",
-                    outcome=outcome if v2 else None,
+        chat = self.store.chat(result.entry.scope, entry_sid)
+        cut = chat.cut_turn()  # never a turn this daemon started: those end themselves
+        if cut is not None:
+            message = "This turn was interrupted (the connection or the daemon went away)."
+            v2 = conn.info.protocol >= 2
+            for call in cut.pending_calls:
+                # Sent, never answered before the crash: unknown, never sent again (section 5).
+                outcome: Literal["unknown", "error"] = "unknown" if call.page_changing else "error"
+                await conn.send(
+                    ChatToolResult(
+                        session_id=sid,
+                        call_id=call.call_id,
+                        ok=False,
+                        summary="interrupted: outcome unknown — not repeated",
+                        outcome=outcome if v2 else None,
+                    )
                 )
-            )
-        chat.mark_ended(turn_id, "interrupted", ErrorCode.CONNECTION_LOST.value, message)
-        if entry.session_id in self._ended_by_relay:
-            self._ended_by_relay.discard(entry.session_id)
-            return
-        code = ErrorCode.CONNECTION_LOST
-        wire = code if v2 else v1_chat_error_code(code)
-        await conn.send(ChatError(session_id=entry.session_id, message=message, code=wire))
-        await conn.send(EventActivity(session_id=entry.session_id, event="status.error"))
+            chat.mark_ended(cut.turn_id, "interrupted", ErrorCode.CONNECTION_LOST.value, message)
+            if marked and not used:
+                used = True
+            else:
+                code = ErrorCode.CONNECTION_LOST
+                wire = code if v2 else v1_chat_error_code(code)
+                await conn.send(ChatError(session_id=sid, message=message, code=wire))
+                await conn.send(EventActivity(session_id=sid, event="status.error"))
+        if marked and (used or not self.is_running(sid)):
+            self._ended_by_relay.discard(sid)
 
     async def session_end(self, conn: Connection, session_id: str) -> None:
         entry = self.table.lookup(session_id)
@@ -641,14 +650,26 @@ class AgentHub:
 
     # -- model ------------------------------------------------------------------------------------
 
-    def model(self) -> ModelGateway:
+    def _gateway(self, settings: ModelSettings) -> ChatModel | None:
+        """The provider's gateway, or None (and the reason kept) when it cannot be built —
+        e.g. the Anthropic SDK is not installed. Never raises into the daemon."""
+        try:
+            gateway = make_gateway(settings)
+        except ModelError as exc:
+            log.error("model provider: %s", exc.message)
+            self._model_problem = exc.message
+            return None
+        self._model_problem = None
+        return gateway
+
+    def model(self) -> ChatModel:
         if self._model is None:
-            raise ModelError("AUTH", _NO_MODEL)
+            raise ModelError("AUTH", self._model_problem or _NO_MODEL)
         return self._model
 
     async def refresh_auth(self) -> AuthStatus:
         if self._model is None:
-            self._auth = AuthStatus(state="unauth", detail=_NO_MODEL)
+            self._auth = AuthStatus(state="unauth", detail=self._model_problem or _NO_MODEL)
         else:
             state = await self._model.check_auth()
             self._auth = AuthStatus(state=state.state, detail=state.detail)
@@ -669,7 +690,7 @@ class AgentHub:
             return
         self._model_id = model_id
         old = self._model
-        self._model = ModelGateway(_with_model(self.settings.model, model_id))
+        self._model = self._gateway(_with_model(self.settings.model, model_id))
         if old is not None:
             task = asyncio.ensure_future(old.aclose())
             self._turn_tasks.add(task)  # owned: awaited on stop

@@ -517,3 +517,23 @@ async def test_a_local_client_taking_a_tab_asks_the_browsers_panel_first(
         else:
             assert end["type"] == "chat.done"
             assert tab.url == "https://example.test/from-cli"
+
+
+async def test_a_turn_with_tool_calls_runs_against_an_anthropic_messages_api(home: Path) -> None:
+    script = [
+        {"tool_calls": [{"name": "note_set", "arguments": {"key": "k", "value": "v"}}]},
+        {"text": ["Saved ", "it."]},
+    ]
+    async with DaemonHarness(home, script, provider="anthropic") as h:
+        peer = await h.peer()
+        await peer.hello(2)
+        await peer.start("sp-1")
+        await peer.send({"type": "chat.send", "sessionId": "sp-1", "text": "remember k"})
+        end, _, seen = await peer.turn_end("sp-1")
+        assert end["type"] == "chat.done", end
+        assert end["text"] == "Saved it."
+        assert any(m["type"] == "chat.tool_result" and m["ok"] for m in seen)
+        second = h.model.requests[1]
+        assert "system" in second  # the Messages API shape, not chat completions
+        blocks = second["messages"][-1]["content"]
+        assert blocks[0]["type"] == "tool_result"

@@ -186,7 +186,10 @@ class LinkPeer:
 
 
 class DaemonHarness:
-    def __init__(self, home: Path, script: Any, *, config: str = "") -> None:
+    def __init__(
+        self, home: Path, script: Any, *, config: str = "", provider: str = "openai"
+    ) -> None:
+        self.provider = provider
         self.home = home
         self.script = script
         self.extra_config = config
@@ -200,6 +203,7 @@ class DaemonHarness:
         self.home.mkdir(parents=True, exist_ok=True)
         (self.home / "config.toml").write_text(
             "[model]\n"
+            f'provider = "{self.provider}"\n'
             f'base_url = "{base_url}"\n'
             'model = "scripted-model"\n'
             'api_key = "sk-test-key"\n'
