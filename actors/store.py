@@ -214,6 +214,9 @@ class _Turn:
     events: list[dict[str, Any]] = field(default_factory=list)  # assistant / call / result
     end: dict[str, Any] | None = None
     last_ms: int = 0
+    #: Did a panel (or the relay, for it) get this turn's end? Journaled by ``mark_delivered``;
+    #: end records of older journals carry no ``pending`` and count as delivered.
+    delivered: bool = True
 
     @property
     def phase(self) -> _Phase:
@@ -319,6 +322,9 @@ class Chat:
         elif kind == "end":
             turn.end = rec
             turn.live = False
+            turn.delivered = not rec.get("pending", False)
+        elif kind == "delivered":
+            turn.delivered = True
 
     # --- writing ---
 
@@ -440,6 +446,34 @@ class Chat:
             code=code,
             message=self._text(message),
             cut=cut,
+            pending=True,
+        )
+
+    def mark_delivered(self, turn_id: str) -> None:
+        """Record that the turn's end reached a panel (or the relay ended it for the panel).
+
+        A turn whose end is journaled but not delivered — its daemon died between the two —
+        gets its end sent when the session registers again (:meth:`undelivered_end`)."""
+        turn = self._by_id.get(turn_id)
+        if turn is None or turn.end is None or turn.delivered or self._deleted:
+            return
+        now = max(int(self._store.clock() * 1000), self._last_ms + 1)
+        self._apply(self._journal.append({"k": "delivered", "t": now, "turn": turn_id}))
+
+    def undelivered_end(self) -> TurnOutcome | None:
+        """The last turn, if it ended but its end never reached a panel."""
+        if not self._turns:
+            return None
+        turn = self._turns[-1]
+        if turn.end is None or turn.delivered or turn.live:
+            return None
+        return TurnOutcome(
+            turn_id=turn.turn_id,
+            ended=True,
+            outcome=str(turn.end.get("outcome")),
+            text=str(turn.end.get("text") or ""),
+            code=turn.end.get("code"),
+            message=turn.end.get("message"),
         )
 
     # --- reading ---

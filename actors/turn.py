@@ -61,8 +61,8 @@ class TurnHost(Protocol):
     max_iterations: int
 
     async def emit(self, session_id: str, msg: OutboundModel) -> bool: ...
-    def undelivered_end(self, session_id: str, end: list[OutboundModel]) -> None: ...
-    async def lost_end(self, ticket: TurnTicket, end: list[OutboundModel]) -> None: ...
+    def undelivered_end(self, session_id: str, end: list[OutboundModel], turn_id: str) -> None: ...
+    async def lost_end(self, ticket: TurnTicket, end: list[OutboundModel]) -> bool: ...
     def cancel_reason(self, turn_id: str) -> CancelReason | None: ...
     async def turn_finished(self, ticket: TurnTicket) -> None: ...
     async def release_control(self, ticket: TurnTicket) -> None: ...
@@ -258,12 +258,19 @@ async def _end(
         # the disk failed) must never cost the panel its one end (section 3b).
         log.exception("turn %s: the journal could not record its end", ticket.turn_id)
     if code is ErrorCode.CONNECTION_LOST:
-        await hub.lost_end(ticket, end)
+        delivered = await hub.lost_end(ticket, end)
     elif await emit(end[0]):
         for msg in end[1:]:
             await emit(msg)
+        delivered = True
     else:
-        hub.undelivered_end(sid, end)  # sent when the session registers again (section 6)
+        hub.undelivered_end(sid, end, ticket.turn_id)  # sent when the session registers again
+        delivered = False
+    if delivered:
+        # Journaled, so a daemon that dies before an end reaches its panel is found out by the
+        # next one, which sends it when the session registers (protocol.md section 6).
+        with contextlib.suppress(Exception):
+            chat.mark_delivered(ticket.turn_id)
     await hub.release_control(ticket)
 
 

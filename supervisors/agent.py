@@ -157,7 +157,7 @@ class AgentHub:
             else AuthStatus(state="unauth", detail=_NO_MODEL)
         )
         self._ended_by_relay: set[str] = set()
-        self._undelivered: dict[str, list[OutboundModel]] = {}
+        self._undelivered: dict[str, tuple[str, list[OutboundModel]]] = {}
         # (local client link, browser link) pairs whose take_control the browser's user allowed.
         self._control_granted: set[tuple[int, int]] = set()
         # Turns ended while still queued (recent ones): a failed submit must not end them twice.
@@ -322,13 +322,14 @@ class AgentHub:
             return False
         return await conn.send(msg)
 
-    async def lost_end(self, ticket: TurnTicket, end: list[OutboundModel]) -> None:
+    async def lost_end(self, ticket: TurnTicket, end: list[OutboundModel]) -> bool:
         """The end of a turn whose connection was lost (protocol.md section 6).
 
         The relay that survived the drop ended the turn itself and said so (``turns_ended``):
         then nothing more is sent. If the session is already back on another connection that
         did not see the turn (a new relay after a service-worker restart), it gets the end now;
         if it is registered nowhere yet, the end waits for its ``session.start``.
+        Returns True when the panel has had (or, through the relay, has) the end.
         """
         sid = ticket.session_id
         if sid in self._ended_by_relay:
@@ -337,18 +338,19 @@ class AgentHub:
             self._ended_by_relay.discard(sid)
             end = [m for m in end if isinstance(m, ChatToolResult)]
             if not end:
-                return
+                return True
         entry = self.table.lookup(sid)
         conn = self.connections.get(entry.link.link_id) if entry is not None else None
         if conn is not None and conn.info.link_id != ticket.link_id:
             for msg in end:
                 await conn.send(_for_protocol(msg, conn.info.protocol))
-            return
-        self.undelivered_end(sid, end)
+            return True
+        self.undelivered_end(sid, end, ticket.turn_id)
+        return False
 
-    def undelivered_end(self, session_id: str, end: list[OutboundModel]) -> None:
+    def undelivered_end(self, session_id: str, end: list[OutboundModel], turn_id: str) -> None:
         """A turn's end could not reach its panel: send it when the session registers again."""
-        self._undelivered[session_id] = end
+        self._undelivered[session_id] = (turn_id, end)
 
     # -- links ------------------------------------------------------------------------------------
 
@@ -465,14 +467,26 @@ class AgentHub:
         sid = entry_sid = result.entry.session_id
         marked = sid in self._ended_by_relay
         used = False
-        undelivered = self._undelivered.pop(sid, None)
-        if undelivered is not None:
+        chat = self.store.chat(result.entry.scope, entry_sid)
+        kept = self._undelivered.pop(sid, None)
+        if kept is not None:
+            turn_id, undelivered = kept
             if marked:
                 used = True
                 undelivered = [m for m in undelivered if isinstance(m, ChatToolResult)]
             for msg in undelivered:
                 await conn.send(_for_protocol(msg, conn.info.protocol))
-        chat = self.store.chat(result.entry.scope, entry_sid)
+            chat.mark_delivered(turn_id)
+        elif not self.is_running(sid):
+            # An end a previous daemon journaled but died before it reached the panel.
+            pending = chat.undelivered_end()
+            if pending is not None:
+                if marked:
+                    used = True
+                else:
+                    for msg in _end_of(pending, sid, conn.info.protocol):
+                        await conn.send(msg)
+                chat.mark_delivered(pending.turn_id)
         cut = chat.cut_turn()  # never a turn this daemon started: those end themselves
         if cut is not None:
             message = "This turn was interrupted (the connection or the daemon went away)."
@@ -497,6 +511,7 @@ class AgentHub:
                 wire = code if v2 else v1_chat_error_code(code)
                 await conn.send(ChatError(session_id=sid, message=message, code=wire))
                 await conn.send(EventActivity(session_id=sid, event="status.error"))
+            chat.mark_delivered(cut.turn_id)
         if marked and (used or not self.is_running(sid)):
             self._ended_by_relay.discard(sid)
 
@@ -910,6 +925,25 @@ def _mode(value: str) -> ApprovalMode:
     if value == "page-changing":
         return "page-changing"
     return "never"
+
+
+def _end_of(stored: TurnOutcome, session_id: str, protocol: int) -> list[OutboundModel]:
+    """A journaled turn end as the panel gets it (section 3b: an end, then the status)."""
+    if stored.outcome in ("done", "cancelled"):
+        return [
+            ChatDone(session_id=session_id, text=stored.text),
+            EventActivity(session_id=session_id, event="status.idle"),
+        ]
+    try:
+        code = ErrorCode(stored.code or ErrorCode.INTERNAL.value)
+    except ValueError:
+        code = ErrorCode.INTERNAL
+    message = stored.message or "This turn ended with an error."
+    wire = code if protocol >= 2 else v1_chat_error_code(code)
+    return [
+        ChatError(session_id=session_id, message=message, code=wire),
+        EventActivity(session_id=session_id, event="status.error"),
+    ]
 
 
 def _for_protocol(msg: OutboundModel, protocol: int) -> OutboundModel:

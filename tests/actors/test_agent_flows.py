@@ -537,3 +537,35 @@ async def test_a_turn_with_tool_calls_runs_against_an_anthropic_messages_api(hom
         assert "system" in second  # the Messages API shape, not chat completions
         blocks = second["messages"][-1]["content"]
         assert blocks[0]["type"] == "tool_result"
+
+
+async def test_an_end_that_never_reached_its_panel_survives_a_daemon_restart(home: Path) -> None:
+    script = [{"text": ["x"], "fault": {"kind": "hang", "after_chunks": 2}}, {"text": "next"}]
+    async with DaemonHarness(home, script) as h:
+        peer = await h.peer()
+        await peer.hello(1)
+        await peer.start("sp-1")
+        await peer.send({"type": "chat.send", "sessionId": "sp-1", "text": "hang"})
+        await peer.until("chat.delta", session_id="sp-1")
+        await peer.close()  # the relay died with the port: the end finds no panel
+        async with asyncio.timeout(5):
+            await h.model.client_disconnected.wait()
+        assert h.server is not None
+        async with asyncio.timeout(5):
+            while not h.server.hub._undelivered:
+                await asyncio.sleep(0.01)
+        await h.stop_daemon()  # the daemon goes too, before the panel is back
+        await h.start_daemon()
+        peer2 = await h.peer()
+        await peer2.hello(1)
+        await peer2.send({"type": "session.start", "sessionId": "sp-1", "capabilities": []})
+        end, status, _ = await peer2.turn_end("sp-1")
+        assert (end["type"], status["event"]) == ("chat.error", "status.error")
+        # Delivered once: a later registration gets nothing more, and the next turn works.
+        peer3 = await h.peer()
+        await peer3.hello(1)
+        await peer3.start("sp-1")
+        await peer3.send({"type": "chat.send", "sessionId": "sp-1", "text": "again"})
+        end, _, seen = await peer3.turn_end("sp-1")
+        assert end["text"] == "next"
+        assert not [m for m in seen if m["type"] == "chat.error"]
