@@ -456,6 +456,18 @@ _JS_FOCUS_SELECT = """
 """
 
 
+#: Scroll (``%s``: a statement, or nothing), wait for two animation frames so that the page's
+#: scroll handlers ran (capped at 120 ms: rAF stalls in background tabs), then read the position.
+_SCROLL_JS = """(async () => {
+  %s
+  await new Promise((done) => {
+    const cap = setTimeout(done, 120);
+    requestAnimationFrame(() => requestAnimationFrame(() => { clearTimeout(cap); done(); }));
+  });
+  return [scrollY, document.documentElement.scrollHeight, innerHeight];
+})()"""
+
+
 async def _element(ctx: ToolContext, selector: str) -> dict[str, Any]:
     cdp = ctx.page()
     info = await _eval(cdp, _JS_ELEMENT % json.dumps(selector), timeout=ctx.timeout)
@@ -849,22 +861,20 @@ def register_browser_tools(reg: Registry) -> None:
         retry_on_timeout=False,
     )
     async def scroll(args: ScrollArgs, ctx: ToolContext) -> ToolOutput:
+        js = ""
         if args.selector:
             await _element(ctx, args.selector)  # scrolls it to the centre
         else:
             amount = args.amount if args.amount is not None else "innerHeight * 0.85"
             js = {
-                "down": f"window.scrollBy(0, {amount})",
-                "up": f"window.scrollBy(0, -({amount}))",
-                "top": "window.scrollTo(0, 0)",
-                "bottom": "window.scrollTo(0, document.documentElement.scrollHeight)",
+                "down": f"window.scrollBy(0, {amount});",
+                "up": f"window.scrollBy(0, -({amount}));",
+                "top": "window.scrollTo(0, 0);",
+                "bottom": "window.scrollTo(0, document.documentElement.scrollHeight);",
             }[args.direction]
-            await _eval(ctx.page(), js, timeout=ctx.timeout)
-        pos = await _eval(
-            ctx.page(),
-            "[scrollY, document.documentElement.scrollHeight, innerHeight]",
-            timeout=ctx.timeout,
-        )
+        # Scroll events fire on the next frame and pages render on them (virtualised lists,
+        # infinite scroll): wait for two frames (capped) so that what comes next sees the result.
+        pos = await _eval(ctx.page(), _SCROLL_JS % js, timeout=ctx.timeout)
         y, total, view = pos
         return ToolOutput(
             content=f"scrolled; now at y={y:.0f} of {total} (viewport {view})",

@@ -10,10 +10,33 @@ CSS pixels of the top-level viewport (also for elements in same-origin iframes).
 Document identity (protocol.md section 5, "Element references"): each isolated world holds a
 random document token; a new document means a new world, hence a new token. An index used with
 another token, or whose element is gone, raises ``CdpError(STALE_REF)`` rather than acting on the
-wrong element. Chromium returns the same world for the same ``worldName`` within one document, so
-a new ``PageTools`` (say, after an actor restart) finds the indices of an earlier one. ``PageTools``
-caches the world's execution context id; the module-level functions keep one ``PageTools`` per
-``CdpSession`` object.
+wrong element. So does an index whose element now shows another role or name than the line it was
+listed with (a virtualised list that recycles row elements): "element [n] now shows X, was Y".
+Controls whose text is their value (fields, comboboxes, popup buttons showing their choice) are
+keyed by role only, value and state changes never count, and the ``now:`` line after an action
+re-baselines the index (a button whose text toggles when clicked); an index refused once is
+re-baselined by the next snapshot that lists it. Chromium returns the same world for the same
+``worldName`` within one document, so a new ``PageTools`` (say, after an actor restart) finds the
+indices of an earlier one. ``PageTools`` caches the world's execution context id; the module-level
+functions keep one ``PageTools`` per ``CdpSession`` object.
+
+Snapshot format: three ``#`` header lines (page title and URL; ready state, scroll position,
+viewport, pages above/below and ``doc=<token>``; the control count by kind, new ones and scope),
+then one line per control, ``[n] role "name" value="..." states -> href`` (``*[n]`` when first
+seen), grouped by ``-- above/in/below viewport --``, then ``#`` notes (paging, truncation, controls
+not listed). States: checked, mixed, expanded, collapsed, selected, disabled, readonly, required,
+secret, focused, offscreen, and ``inert`` for a control behind an open modal (a ``showModal()``
+dialog, an ``inert`` ancestor, a visible full-viewport ``aria-modal`` overlay): with
+``scope="viewport"`` those are left out and a ``#`` line after the header says how many; with
+``scope="all"`` they are listed marked ``inert``.
+
+Clicks are verified: ``resolve(..., arm=True)`` arms a one-time capturing click listener in the
+isolated world, and after the mouse events one more evaluation reads back whether the trusted click
+event's ``composedPath()`` contained the element. A control that moved between ``resolve`` and the
+input (the race cannot be closed) gives ``ok=False`` and the note "the click landed on <what>
+instead", never a silent click on something else. An element that must
+first be scrolled into view is looked at again two frames later (after the page's scroll handlers
+ran): if it went away or now shows another row, STALE_REF rather than a click.
 
 Reads send with ``page_changing=False``; anything that changes the page sends with
 ``page_changing=True`` so that no transport ever replays it.
@@ -73,6 +96,7 @@ class Snapshot:
     next_offset: int | None  # pass as ``offset`` for the next page; None when nothing is left
     truncated: bool  # the max_chars budget cut the list
     new: int  # elements marked ``*`` (first seen in this snapshot)
+    inert: int  # controls behind an open modal left out (scope="viewport"; "all" lists them)
     url: str
     title: str
     ready_state: str
@@ -240,6 +264,7 @@ class PageTools:
             next_offset=value["next_offset"],
             truncated=value["truncated"],
             new=value["new"],
+            inert=value.get("inert", 0),
             url=value["url"],
             title=value["title"],
             ready_state=value["ready_state"],
@@ -248,22 +273,24 @@ class PageTools:
 
     # --- resolution ----------------------------------------------------------------------------
 
-    async def resolve(self, index: int, doc_token: str) -> ElementPoint:
+    async def resolve(self, index: int, doc_token: str, *, arm: bool = False) -> ElementPoint:
         """Scroll element ``index`` into view and return its click point (top-viewport CSS px).
 
         Raises ``CdpError(STALE_REF)`` when the document changed since the snapshot that gave the
-        index, or the element is gone; :class:`ElementNotVisible` when it has no visible box.
+        index, the element is gone or now shows another role/name; :class:`ElementNotVisible`
+        when it has no visible box. ``arm``: also arm the click check read by ``_click_at``.
         """
-        args = f"{int(index)}, {json.dumps(doc_token)}"
+        args = f"{int(index)}, {json.dumps(doc_token)}, {'true' if arm else 'false'}"
         # Scrolling changes the page's scroll position only; it is idempotent, so it is a read.
         res = await self._call(f"__browy.resolve({args})")
         if not res["ok"]:
             raise ElementNotVisible(f"{res['reason']}: {res['line']}")
         return ElementPoint(x=res["x"], y=res["y"], covered_by=res["covered_by"])
 
-    async def _info(self, index: int, doc_token: str) -> dict[str, Any]:
+    async def _info(self, index: int, doc_token: str, *, after: bool = False) -> dict[str, Any]:
+        """The element's facts; ``after`` an action on it: no identity check, and re-baseline."""
         info: dict[str, Any] = await self._call(
-            f"__browy.info({int(index)}, {json.dumps(doc_token)})"
+            f"__browy.info({int(index)}, {json.dumps(doc_token)}, {'true' if after else 'false'})"
         )
         return info
 
@@ -275,10 +302,35 @@ class PageTools:
             params |= {"button": "left", "clickCount": 1}
         await self.cdp.send("Input.dispatchMouseEvent", params, page_changing=True)
 
-    async def _click_at(self, p: ElementPoint) -> None:
+    async def _click_at(self, p: ElementPoint) -> tuple[bool, str]:
+        """Click at ``p`` (resolved with ``arm=True``); (landed on the element, note).
+
+        The note names what the click hit when it missed; with no verdict (no click event reached
+        our listener: the page navigated away, a frame took it) it is the covered-by note if any.
+        """
         await self._mouse("mouseMoved", p.x, p.y)
         await self._mouse("mousePressed", p.x, p.y, buttons=1)
         await self._mouse("mouseReleased", p.x, p.y)
+        rec = await self._clicked()
+        covered = f"the click landed on {p.covered_by}, which covers the element"
+        if rec is None or rec.get("hit") is None:
+            return True, covered if p.covered_by else ""
+        if rec["hit"]:
+            return True, ""
+        return False, covered if p.covered_by else f"the click landed on {rec['what']} instead"
+
+    async def _clicked(self) -> dict[str, Any] | None:
+        """Read back (and disarm) the click check; None when our world is gone (navigation)."""
+        ctx = self._context_id
+        if ctx is None:
+            return None
+        try:
+            rec: dict[str, Any] | None = await self._evaluate(ctx, "__browy.clicked()")
+        except CdpError as exc:
+            if is_context_gone(exc):
+                return None  # leave the context id: _report sees the same and waits for the load
+            raise
+        return rec
 
     async def _key(self, key: str, code: str, vk: int, **extra: Any) -> None:
         base = {"key": key, "code": code, "windowsVirtualKeyCode": vk, "nativeVirtualKeyCode": vk}
@@ -332,7 +384,14 @@ class PageTools:
         return href, title, committed
 
     async def _report(
-        self, action: str, index: int, doc_token: str, before: dict[str, Any], note: str = ""
+        self,
+        action: str,
+        index: int,
+        doc_token: str,
+        before: dict[str, Any],
+        note: str = "",
+        *,
+        ok: bool = True,
     ) -> ActionResult:
         nav0 = int(before["nav"])
         try:
@@ -344,14 +403,14 @@ class PageTools:
         if st is not None and int(st["nav"]) == nav0:
             line = await self._line_after(index, doc_token)
             return ActionResult(
-                action=action, index=index, ok=True, url_before=before["url"],
+                action=action, index=index, ok=ok, url_before=before["url"],
                 url_after=st["url"], title=st["title"], navigated=False, same_document=False,
                 element=line, note=note,
             )  # fmt: skip
         if st is not None and st["same_document"]:
             line = await self._line_after(index, doc_token)
             return ActionResult(
-                action=action, index=index, ok=True, url_before=before["url"],
+                action=action, index=index, ok=ok, url_before=before["url"],
                 url_after=st["url"], title=st["title"], navigated=True, same_document=True,
                 element=line, note=note,
             )  # fmt: skip
@@ -359,13 +418,13 @@ class PageTools:
         if not committed:
             note = (note + "; " if note else "") + "a navigation started but has not loaded yet"
         return ActionResult(
-            action=action, index=index, ok=True, url_before=before["url"], url_after=href,
+            action=action, index=index, ok=ok, url_before=before["url"], url_after=href,
             title=title, navigated=True, same_document=False, element=None, note=note,
         )  # fmt: skip
 
     async def _line_after(self, index: int, doc_token: str) -> str | None:
         try:
-            return str((await self._info(index, doc_token))["line"])
+            return str((await self._info(index, doc_token, after=True))["line"])
         except CdpError as exc:
             if exc.code is ErrorCode.STALE_REF:
                 return None  # the action removed the element (a "delete" button, a closed menu)
@@ -386,17 +445,17 @@ class PageTools:
     # --- index actions ---------------------------------------------------------------------------
 
     async def click_index(self, index: int, doc_token: str) -> ActionResult:
-        """Click element ``index`` with real mouse events at its centre."""
+        """Click element ``index`` with real mouse events at its centre.
+
+        ``ok=False`` with "the click landed on ... instead" when the click event did not reach it.
+        """
         before = await self._before(index, doc_token)
         try:
-            p = await self.resolve(index, doc_token)
+            p = await self.resolve(index, doc_token, arm=True)
         except ElementNotVisible as exc:
             return self._failed("click", index, before, exc.message)
-        await self._click_at(p)
-        note = (
-            f"the click landed on {p.covered_by}, which covers the element" if p.covered_by else ""
-        )
-        return await self._report("click", index, doc_token, before, note)
+        landed, note = await self._click_at(p)
+        return await self._report("click", index, doc_token, before, note, ok=landed)
 
     async def hover_index(self, index: int, doc_token: str) -> ActionResult:
         """Move the mouse over element ``index``."""
@@ -420,13 +479,15 @@ class PageTools:
         return await self._report("focus", index, doc_token, before)
 
     async def _focus_by_click(self, index: int, doc_token: str) -> str:
-        p = await self.resolve(index, doc_token)
-        await self._click_at(p)
-        if not (await self._info(index, doc_token))["focused"]:
+        p = await self.resolve(index, doc_token, arm=True)
+        landed, note = await self._click_at(p)
+        if not (await self._info(index, doc_token, after=True))["focused"]:
             await self._call(
                 f"__browy.focus({int(index)}, {json.dumps(doc_token)})", page_changing=True
             )
-        return f"the click landed on {p.covered_by}" if p.covered_by else ""
+            if not landed:
+                note += "; the field was then focused directly"
+        return note
 
     async def type_index(
         self, index: int, doc_token: str, text: str, *, clear: bool = True, submit: bool = False
@@ -496,20 +557,20 @@ class PageTools:
                 note=f"already {'checked' if checked else 'unchecked'}",
             )  # fmt: skip
         try:
-            p = await self.resolve(index, doc_token)
+            p = await self.resolve(index, doc_token, arm=True)
         except ElementNotVisible as exc:
             return self._failed("check", index, before, exc.message)
-        await self._click_at(p)
-        result = await self._report("check", index, doc_token, before)
+        landed, note = await self._click_at(p)
+        result = await self._report("check", index, doc_token, before, note, ok=landed)
         if result.navigated and not result.same_document:
             return result
-        now = bool((await self._info(index, doc_token))["checked"])
+        now = bool((await self._info(index, doc_token, after=True))["checked"])
         if now != checked:
             return ActionResult(
                 action="check", index=index, ok=False, url_before=result.url_before,
                 url_after=result.url_after, title=result.title, navigated=result.navigated,
                 same_document=result.same_document, element=result.element,
-                note="clicked, but the state did not change",
+                note="; ".join(filter(None, ["clicked, but the state did not change", note])),
             )  # fmt: skip
         return result
 

@@ -7,6 +7,21 @@
 // (index -> WeakRef) held here. A new document gets a new world, hence a new random `token`;
 // an index presented with another token is STALE_REF.
 //
+// An index also stands for what the model was shown: the role and accessible name of its first
+// listed line. A node that later shows something else (a virtualised list recycling its row
+// elements) is STALE_REF "element [n] now shows X, was Y" rather than a click on the other row;
+// controls whose text is their value (fields, comboboxes, popup buttons showing their choice) are
+// keyed by role only, and value/state changes never count. The refusal is said once; the next
+// snapshot that lists the index re-baselines it, as does the `now:` line after an action on it.
+//
+// Controls behind an open modal (a showModal() <dialog>, an `inert` ancestor, or a visible
+// aria-modal overlay covering the viewport) cannot be clicked: scope="viewport" leaves them out
+// and says how many, scope="all" lists them with the state `inert`.
+//
+// Clicks are verified: resolve(..., arm=true) arms a one-time capturing click listener (this
+// world's, invisible to the page) and clicked() reads back whether the trusted click event's
+// composedPath() contained the element, and if not what it hit.
+//
 // Performance notes (goal: <= 50 ms at 1,000 controls, <= 100 ms at 5,000, cold):
 //  - candidates come from one native querySelectorAll per root; a second '*' pass only looks for
 //    open shadow roots, same-origin iframes and cursor:pointer leaves;
@@ -41,6 +56,9 @@
     menuitemcheckbox: 'toggle', menuitemradio: 'toggle',
   };
   const FIELD_TAGS = new Set(['INPUT', 'SELECT', 'TEXTAREA']);
+  // Roles whose visible text is (or contains) their value: an index of one is keyed by role only.
+  const VALUED = new Set(['combobox', 'listbox', 'textbox', 'searchbox', 'spinbutton', 'slider',
+    'password', 'file', 'date', 'datetime', 'month', 'week', 'time', 'color']);
   const MASK = '••••';
   const SECRET_NAME = /card.?num|cc.?num|cardno|credit.?card|\bcvc|\bcvv|\bcsc|security.?code/i;
 
@@ -53,6 +71,9 @@
     byIdx: new Map(),        // index -> WeakRef(element)
     shots: 0,
     nav: { count: 0, url: '', sameDocument: false },
+    seen: new Map(),         // index -> 'role "name"' of its first listed line (see key())
+    refused: new Set(),      // indices refused for showing something else; re-baselined when listed
+    armed: null,             // the pending click check: { rec, off }
   };
 
   // The Navigation API fires `navigate` synchronously when a navigation starts in this frame
@@ -323,12 +344,25 @@
     return r.width > 1 && r.height > 1 ? r : null;
   }
 
+  // What an index stands for: role and the name as listed; role only for controls whose text is
+  // their value (fields, comboboxes, popup buttons that show their current choice).
+  function valued(el, role) {
+    if (VALUED.has(role)) return true;
+    const hp = el.getAttribute('aria-haspopup');
+    return hp !== null && hp !== 'false';
+  }
+  function key(el, role, name, quoted) {
+    return valued(el, role) ? role : role + ' ' + (quoted || JSON.stringify(name));
+  }
+
   function describe(e, loc, active, isNew) {
     const el = e.el, tag = el.tagName;
     const role = e.role;
     let line = (isNew ? '*[' : '[') + e.idx + '] ' + role;
     const name = clip(squash(nameOf(el, tag, role)), 60);
-    if (name) line += ' ' + JSON.stringify(name);
+    const quoted = JSON.stringify(name);
+    e.key = key(el, role, name, quoted);
+    if (name) line += ' ' + quoted;
     const v = clip(squash(valueOf(el, tag, role)), 40);
     if (v && v !== name) line += ' value=' + JSON.stringify(v);
     const st = statesOf(el, tag, role, active);
@@ -340,11 +374,78 @@
     return line;
   }
 
+  // Inertness: a modal <dialog> (top layer; everything outside it is inert), a visible
+  // aria-modal overlay covering the viewport, or an `inert` ancestor. The modal of each document is
+  // looked up once per snapshot (`cache`; 'dialog:modal' uses Chromium's tag fast path, ~0.1 ms at
+  // 15k elements) and checked for every entry only when one is open; [inert] ancestors are walked
+  // (native closest) only for entries about to be described, after one '[inert]' query per
+  // document when that is most of them (scope="all", a filter; ~0.5 ms at 15k elements).
+  function modalOf(doc, cache) {
+    let m = cache.get(doc);
+    if (m !== undefined) return m;
+    m = null;
+    try { m = doc.querySelector('dialog:modal'); } catch (_) { m = null; }
+    if (!m) {
+      for (const o of doc.querySelectorAll('[aria-modal=true]')) {
+        if (coversViewport(o)) { m = o; break; }
+      }
+    }
+    cache.set(doc, m);
+    return m;
+  }
+
+  function coversViewport(m) {
+    // The overlay itself or its backdrop ancestor: a box spanning the viewport.
+    const win = m.ownerDocument.defaultView;
+    const vw = win.innerWidth, vh = win.innerHeight;
+    if (!m.checkVisibility(VIS_OPTS)) return false;
+    for (let n = m, depth = 0; n && n.nodeType === 1 && depth < 4; n = n.parentElement, depth++) {
+      const r = n.getBoundingClientRect();
+      if (r.left <= 1 && r.top <= 1 && r.right >= vw - 1 && r.bottom >= vh - 1) return true;
+    }
+    return false;
+  }
+
+  function deepContains(a, b) {
+    for (let n = b; n; n = n.parentNode || n.host) if (n === a) return true;
+    return false;
+  }
+
+  // The next node up from `n`'s tree: its shadow host, or its frame's <iframe> (same origin).
+  function hostOf(n) {
+    const root = n.getRootNode();
+    if (root.host) return root.host;
+    const win = root.defaultView;
+    return win && win !== window ? win.frameElement : null;
+  }
+
+  function behindModal(el, cache) {
+    for (let n = el, depth = 0; n && depth < 8; n = n.ownerDocument.defaultView === window ? null
+      : n.ownerDocument.defaultView.frameElement, depth++) {
+      const m = modalOf(n.ownerDocument, cache);
+      if (m && !deepContains(m, n)) return true;
+    }
+    return false;
+  }
+
+  function inertAncestor(el) {
+    for (let n = el, depth = 0; n && depth < 16; n = hostOf(n), depth++) {
+      if (n.closest('[inert]')) return true;
+    }
+    return false;
+  }
+
+  function isInert(el, cache) {
+    return behindModal(el, cache) || inertAncestor(el);
+  }
+
   function lineFor(el) {
     labelIndex = new WeakMap();
     const tag = el.tagName;
-    return describe({ el, idx: state.byEl.get(el) || 0, role: roleOf(el, tag) }, location,
-      deepActive(), false);
+    const e = { el, idx: state.byEl.get(el) || 0, role: roleOf(el, tag) };
+    let line = describe(e, location, deepActive(), false);
+    if (isInert(el, new Map())) line += ' inert';
+    return [line, e.key];
   }
 
   function snapshot(opts) {
@@ -363,6 +464,7 @@
     const vw = innerWidth, vh = innerHeight;
     const near = vh * 0.5;
     const offsets = new Map();
+    const facts = new Map();
     const entries = [];
     const counts = {};
     // Pass 1: reads only (visibility + rects).
@@ -384,7 +486,17 @@
     const active = deepActive();
     const loc = location;
     const lines = [];
-    let above = 0, below = 0, nNew = 0, aboveF = 0, belowF = 0;
+    let above = 0, below = 0, nNew = 0, aboveF = 0, belowF = 0, inert = 0;
+    // Inertness gates (see modalOf): is a modal open in any document with entries; and, when many
+    // entries will be described (scope="all", a filter), does any of those documents have an
+    // [inert] element at all (one query each, cheaper than thousands of ancestor walks).
+    let hasModal = modalOf(document, facts) !== null;
+    for (const doc of offsets.keys()) if (modalOf(doc, facts)) hasModal = true;
+    let mayInert = true;
+    if (scope === 'all' || filter) {
+      mayInert = document.querySelector('[inert]') !== null;
+      for (const doc of offsets.keys()) if (!mayInert) mayInert = doc.querySelector('[inert]') !== null;
+    }
     for (const e of entries) {
       const el = e.el;
       let idx = state.byEl.get(el);
@@ -402,15 +514,19 @@
         e.role.startsWith('menu') || e.role === 'option' || e.role === 'treeitem' ? 'other' : 'field');
       counts[kind] = (counts[kind] || 0) + 1;
       const inWindow = scope === 'all' || (e.pos > -2 && e.pos < 2);
+      const blocked = (hasModal && behindModal(el, facts)) ||
+        ((inWindow || filter) && mayInert && inertAncestor(el));
+      if (blocked && scope !== 'all') { inert++; continue; }
       if (!inWindow && !filter) {
         if (e.pos < 0) above++; else below++;
         continue;
       }
       let line = describe(e, loc, active, isNew);
       if (e.hx) line += ' offscreen';
+      if (blocked) line += ' inert';
       if (filter && !line.toLowerCase().includes(filter)) continue;
       if (!inWindow) { if (e.pos < 0) aboveF++; else belowF++; continue; }
-      lines.push({ line, pos: e.pos });
+      lines.push({ line, pos: e.pos, idx, key: e.key });
     }
 
     // Header.
@@ -426,13 +542,17 @@
     out.push('# controls ' + entries.length + (kinds ? ' (' + kinds + ')' : '') +
       (nNew ? ', ' + nNew + ' new (*)' : '') + '; scope=' + scope +
       (filter ? ' filter=' + JSON.stringify(opts.text_filter) : ''));
+    if (inert) {
+      out.push('# ' + inert + ' controls are inert, behind an open modal or in an inert region ' +
+        '(not listed; scope="all" lists them marked inert): they cannot be used until it closes');
+    }
     // Body: paging, then the char budget.
     const total = lines.length;
     const end = Math.min(total, offset + limit);
     let used = out.reduce((a, s) => a + s.length + 1, 0);
     let prevPos = 0, shown = 0, truncated = false;
     for (let i = offset; i < end; i++) {
-      const { line, pos } = lines[i];
+      const { line, pos, idx, key: k } = lines[i];
       let sep = '';
       if (pos !== prevPos) sep = pos < 0 ? '-- above viewport --' : pos > 0 ? '-- below viewport --' : '-- in viewport --';
       const need = line.length + 1 + (sep ? sep.length + 1 : 0);
@@ -442,6 +562,8 @@
       out.push(line);
       used += need;
       shown++;
+      // What this index now stands for (first listing; re-baselined once it was refused).
+      if (!state.seen.has(idx) || state.refused.delete(idx)) state.seen.set(idx, k);
     }
     const next = offset + shown;
     if (truncated) {
@@ -460,7 +582,7 @@
     return {
       text: out.join('\n'), token: state.token, count: entries.length, listed: total,
       shown, offset, next_offset: next < total ? next : null, truncated,
-      above, below, new: nNew, url: loc.href, title: document.title,
+      above, below, inert, new: nNew, url: loc.href, title: document.title,
       ready_state: document.readyState, ms: performance.now() - t0,
       phases: { collect: tCollect - t0, rects: tRects - tCollect, describe: performance.now() - tRects },
     };
@@ -468,7 +590,9 @@
 
   // --- index resolution and actions -------------------------------------------------------------
 
-  function get(idx, token) {
+  // The element of index `idx`; STALE_REF when the document changed, the element is gone, or
+  // (check) it now shows another role/name than the line the index was listed with.
+  function get(idx, token, check = true) {
     if (token !== state.token) {
       throw new Error('STALE_REF: index ' + idx + ' belongs to another document');
     }
@@ -478,7 +602,80 @@
     if (!el.isConnected || !el.ownerDocument.defaultView) {
       throw new Error('STALE_REF: element [' + idx + '] was removed from the page');
     }
+    const was = check ? state.seen.get(idx) : undefined;
+    if (was !== undefined) {
+      const tag = el.tagName, role = roleOf(el, tag);
+      let now = role;
+      if (!valued(el, role)) {
+        labelIndex = new WeakMap();
+        now = key(el, role, clip(squash(nameOf(el, tag, role)), 60));
+      }
+      if (now !== was) {
+        state.refused.add(idx);
+        throw new Error('STALE_REF: element [' + idx + '] now shows ' + now + ', was ' + was +
+          ' when listed (a list may reuse elements for other rows); call inspect_page and use ' +
+          'the numbers it lists');
+      }
+    }
     return el;
+  }
+
+  // --- click verification ---------------------------------------------------------------------
+
+  function tagDesc(n) {
+    let d = n.tagName.toLowerCase();
+    if (n.id) d += '#' + n.id;
+    else if (typeof n.className === 'string' && n.className.trim()) {
+      d += '.' + n.className.trim().split(/\s+/)[0];
+    }
+    return d;
+  }
+
+  // What a click hit, for the model: the nearest listed control on its path ('[5] button "Save"'),
+  // else the innermost element ('div.backdrop').
+  function hitDesc(path) {
+    for (const n of path) {
+      if (n.nodeType !== 1) continue;
+      const i = state.byEl.get(n);
+      if (i !== undefined) {
+        labelIndex = new WeakMap();
+        const role = roleOf(n, n.tagName);
+        const name = clip(squash(nameOf(n, n.tagName, role)), 60);
+        return '[' + i + '] ' + role + (name ? ' ' + JSON.stringify(name) : '');
+      }
+    }
+    const first = path.find((n) => n.nodeType === 1);
+    return first ? tagDesc(first) : 'nothing';
+  }
+
+  function disarm() {
+    const a = state.armed;
+    state.armed = null;
+    if (a) a.off();
+    return a;
+  }
+
+  function arm(el, t) {
+    disarm();
+    const rec = { hit: null, what: '' };
+    const wins = new Set([window]);
+    const w = el.ownerDocument.defaultView;
+    if (w) wins.add(w);
+    const on = (e) => {
+      if (!e.isTrusted || rec.hit !== null) return;
+      const path = e.composedPath();
+      rec.hit = path.includes(el) || path.includes(t) ||
+        (e.target && e.target.tagName === 'LABEL' && e.target.control === el);
+      if (!rec.hit) rec.what = hitDesc(path);
+    };
+    for (const win of wins) win.addEventListener('click', on, true);
+    state.armed = { rec, off: () => { for (const win of wins) win.removeEventListener('click', on, true); } };
+  }
+
+  // The armed check's result ({hit: true|false|null, what}), disarming it; null if none was armed.
+  function clicked() {
+    const a = disarm();
+    return a ? a.rec : null;
   }
 
   function hitOk(el, target, x, y) {
@@ -507,12 +704,7 @@
     };
     if (contains(target, hit) || contains(el, hit) || contains(hit, el)) return [true, null];
     if (hit.tagName === 'LABEL' && hit.control === el) return [true, null];
-    let d = hit.tagName.toLowerCase();
-    if (hit.id) d += '#' + hit.id;
-    else if (typeof hit.className === 'string' && hit.className.trim()) {
-      d += '.' + hit.className.trim().split(/\s+/)[0];
-    }
-    return [false, d];
+    return [false, tagDesc(hit)];
   }
 
   function inView(r, vw, vh) {
@@ -531,17 +723,33 @@
       bottom: r.bottom + off[1], width: r.width, height: r.height };
   }
 
-  function resolve(idx, token) {
+  // Two animation frames, capped (rAF stalls in background tabs).
+  function frames(maxMs) {
+    return new Promise((res) => {
+      const t = setTimeout(res, maxMs);
+      requestAnimationFrame(() => requestAnimationFrame(() => { clearTimeout(t); res(); }));
+    });
+  }
+
+  // The click point of `idx`, scrolling it into view first if needed. armClick: arm the click
+  // check that clicked() reads back after the mouse events.
+  function resolve(idx, token, armClick = false, mayScroll = true) {
     const el = get(idx, token);
     labelIndex = new WeakMap();
     const vt = visualTarget(el);
     const t = vt && vt[0];
-    if (!t) return { ok: false, reason: 'element [' + idx + '] is not visible', line: lineFor(el) };
-    let r = box(t);
-    if (!inView(r, innerWidth, innerHeight)) {
-      t.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
-      r = box(t);
+    if (!t) {
+      return { ok: false, reason: 'element [' + idx + '] is not visible', line: lineFor(el)[0] };
     }
+    const r = box(t);
+    if (mayScroll && !inView(r, innerWidth, innerHeight)) {
+      t.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+      // The page's scroll handlers run on the next frame (a virtualised list re-renders, a sticky
+      // header appears): let them, then look again (the element may now be gone or show another
+      // row: STALE_REF rather than a click on whatever took its place).
+      return frames(120).then(() => resolve(idx, token, armClick, false));
+    }
+    if (armClick) arm(el, t);
     const pts = [[0.5, 0.5], [0.25, 0.5], [0.75, 0.5], [0.5, 0.25], [0.5, 0.75]];
     let cover = null;
     for (const [fx, fy] of pts) {
@@ -553,14 +761,18 @@
     return { ok: true, x: r.left + r.width / 2, y: r.top + r.height / 2, covered_by: cover };
   }
 
-  function info(idx, token) {
-    const el = get(idx, token);
+  // after=true: the element's state after an action on it. No identity check (the action may
+  // have renamed it, "Follow" -> "Following"), and the line shown re-baselines the index.
+  function info(idx, token, after = false) {
+    const el = get(idx, token, !after);
     const tag = el.tagName;
+    const [line, k] = lineFor(el);
+    if (after) { state.seen.set(idx, k); state.refused.delete(idx); }
     return {
       tag, type: tag === 'INPUT' ? el.type : '', role: roleOf(el, tag),
       checked: tag === 'INPUT' ? el.checked : el.getAttribute('aria-checked') === 'true',
       editable: FIELD_TAGS.has(tag) && tag !== 'SELECT' || el.isContentEditable,
-      focused: deepActive() === el, line: lineFor(el),
+      focused: deepActive() === el, line,
       url: location.href, title: document.title, nav: state.nav.count,
     };
   }
@@ -594,17 +806,14 @@
 
   async function settle(maxMs) {
     // Let handlers run and a frame render; capped because rAF stalls in background tabs.
-    await new Promise((res) => {
-      const t = setTimeout(res, maxMs);
-      requestAnimationFrame(() => requestAnimationFrame(() => { clearTimeout(t); res(); }));
-    });
+    await frames(maxMs);
     return { nav: state.nav.count, nav_url: state.nav.url, same_document: state.nav.sameDocument,
       url: location.href, title: document.title };
   }
 
   const api = {
-    token: state.token, snapshot, resolve, info, focus, selectOption, settle, lineFor,
-    navCount: () => state.nav.count,
+    token: state.token, snapshot, resolve, info, focus, selectOption, settle, clicked,
+    lineFor: (el) => lineFor(el)[0], navCount: () => state.nav.count,
   };
   Object.freeze(api);
   Object.defineProperty(globalThis, '__browy', { value: api, writable: false, enumerable: false });
