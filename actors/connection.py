@@ -214,10 +214,20 @@ class Connection(Actor[Inbound]):
         else:
             log.warning("link %d: %s: %s", self.info.link_id, code.value, message)
 
-    async def end_turn_with_error(self, session_id: str, code: ErrorCode, message: str) -> None:
+    async def end_turn_with_error(
+        self, session_id: str, code: ErrorCode, message: str, turn_id: str | None = None
+    ) -> None:
         """End a turn that never ran: ``chat.error`` then ``status.error`` (section 3b)."""
-        wire_code = code if self.info.protocol >= 2 else v1_chat_error_code(code)
-        await self.send(ChatError(session_id=session_id, message=message, code=wire_code))
+        v2 = self.info.protocol >= 2
+        wire_code = code if v2 else v1_chat_error_code(code)
+        await self.send(
+            ChatError(
+                session_id=session_id,
+                message=message,
+                code=wire_code,
+                turn_id=turn_id if v2 else None,
+            )
+        )
         await self.send(EventActivity(session_id=session_id, event="status.error"))
 
     # -- receiving --------------------------------------------------------------------------------

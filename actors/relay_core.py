@@ -136,8 +136,8 @@ class RelayCore:
         self._fresh_hello = False
         self._swallow: Counter[tuple[str, str | None]] = Counter()
         self._swallow_until = 0.0
-        # Sessions with a chat.send forwarded whose end has not come back yet.
-        self._open_turns: set[str] = set()
+        # Sessions with a chat.send forwarded whose end has not come back yet (-> its turnId).
+        self._open_turns: dict[str, str | None] = {}
         # Sessions whose cut turn the relay ended during the outage (told to the daemon later).
         self._ended_by_relay: set[str] = set()
         self.protocol = 1
@@ -170,7 +170,7 @@ class RelayCore:
 
         if self.state is LinkState.LINKED:
             if kind == "chat.send" and head.session_id is not None:
-                self._open_turns.add(head.session_id)
+                self._open_turns[head.session_id] = head.turn_id
             return [ToDaemon(payload)]
         if self.state is LinkState.CONNECTING and self._fits(payload):
             self._buffer.append(payload)
@@ -186,7 +186,7 @@ class RelayCore:
         if self._open_turns:
             head = peek(payload)
             if head.type in ("chat.done", "chat.error") and head.session_id is not None:
-                self._open_turns.discard(head.session_id)
+                self._open_turns.pop(head.session_id, None)
         if self._swallow:
             if now > self._swallow_until:
                 self._swallow.clear()
@@ -239,7 +239,7 @@ class RelayCore:
         self._swallow.clear()
         out: list[Action] = []
         for session_id in sorted(self._open_turns):
-            out += self._turn_end(session_id)
+            out += self._turn_end(session_id, self._open_turns[session_id])
             self._ended_by_relay.add(session_id)
         self._open_turns.clear()
         return out
@@ -266,7 +266,7 @@ class RelayCore:
     ) -> list[Action]:
         v2 = self.protocol >= 2
         if kind == "chat.send" and session_id is not None:
-            return self._turn_end(session_id)
+            return self._turn_end(session_id, peek(payload).turn_id)
         if not v2 or kind is None or kind in _SILENT_DURING_OUTAGE:
             return []
         if kind == "ping":
@@ -286,16 +286,17 @@ class RelayCore:
             error["sessionId"] = session_id
         return [_to_ext(error)]
 
-    def _turn_end(self, session_id: str) -> list[Action]:
+    def _turn_end(self, session_id: str, turn_id: str | None = None) -> list[Action]:
+        error: dict[str, object] = {
+            "type": "chat.error",
+            "sessionId": session_id,
+            "message": "The Browy daemon is not reachable; reconnecting. Try again.",
+            "code": "CONNECTION_LOST" if self.protocol >= 2 else "internal",
+        }
+        if turn_id is not None and self.protocol >= 2:
+            error["turnId"] = turn_id  # v2: the panel drops any later end of the same turn
         return [
-            _to_ext(
-                {
-                    "type": "chat.error",
-                    "sessionId": session_id,
-                    "message": "The Browy daemon is not reachable; reconnecting. Try again.",
-                    "code": "CONNECTION_LOST" if self.protocol >= 2 else "internal",
-                }
-            ),
+            _to_ext(error),
             _to_ext({"type": "event.activity", "sessionId": session_id, "event": "status.error"}),
         ]
 

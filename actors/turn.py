@@ -236,16 +236,17 @@ async def _end(
             )
         )
         state.tool_calls.append({"callId": call_id, "tool": tool, "ok": False})
+    v2_turn = ticket.turn_id if ticket.protocol >= 2 else None
     if kind in ("done", "cancelled"):
         end += [
-            ChatDone(session_id=sid, text=text, tool_calls=state.tool_calls),
+            ChatDone(session_id=sid, text=text, tool_calls=state.tool_calls, turn_id=v2_turn),
             EventActivity(session_id=sid, event="status.idle"),
         ]
     else:
         assert code is not None
         wire_code = code if ticket.protocol >= 2 else v1_chat_error_code(code)
         end += [
-            ChatError(session_id=sid, message=message, code=wire_code),
+            ChatError(session_id=sid, message=message, code=wire_code, turn_id=v2_turn),
             EventActivity(session_id=sid, event="status.error"),
         ]
     try:
@@ -257,20 +258,24 @@ async def _end(
         # A journal that cannot record this end (the turn failed before its first record, or
         # the disk failed) must never cost the panel its one end (section 3b).
         log.exception("turn %s: the journal could not record its end", ticket.turn_id)
+    # Whether the panel got the end is journaled, so a daemon that dies before an end reaches
+    # its panel is found out by the next one, which sends it when the session registers
+    # (protocol.md section 6). On a live link it is marked *before* the send: if the daemon
+    # dies in between, the relay ends the turn for the panel — never a second end.
     if code is ErrorCode.CONNECTION_LOST:
-        delivered = await hub.lost_end(ticket, end)
-    elif await emit(end[0]):
+        if await hub.lost_end(ticket, end):
+            with contextlib.suppress(Exception):
+                chat.mark_delivered(ticket.turn_id)
+        return await hub.release_control(ticket)
+    with contextlib.suppress(Exception):
+        chat.mark_delivered(ticket.turn_id)
+    if await emit(end[0]):
         for msg in end[1:]:
             await emit(msg)
-        delivered = True
     else:
-        hub.undelivered_end(sid, end, ticket.turn_id)  # sent when the session registers again
-        delivered = False
-    if delivered:
-        # Journaled, so a daemon that dies before an end reaches its panel is found out by the
-        # next one, which sends it when the session registers (protocol.md section 6).
         with contextlib.suppress(Exception):
-            chat.mark_delivered(ticket.turn_id)
+            chat.mark_undelivered(ticket.turn_id)
+        hub.undelivered_end(sid, end, ticket.turn_id)  # sent when the session registers again
     await hub.release_control(ticket)
 
 

@@ -276,6 +276,7 @@ class Peek:
     type: str | None
     session_id: str | None
     protocol: int | None
+    turn_id: str | None = None  # v2 chat.send / chat.done / chat.error
 
 
 _EMPTY_PEEK = Peek(None, None, None)
@@ -299,8 +300,10 @@ def peek(payload: bytes) -> Peek:
     kind = obj.get("type")
     session_id = obj.get("sessionId")
     protocol = obj.get("protocol")
+    turn_id = obj.get("turnId")
     return Peek(
         kind if isinstance(kind, str) else None,
         session_id if isinstance(session_id, str) else None,
         protocol if isinstance(protocol, int) and not isinstance(protocol, bool) else None,
+        turn_id if isinstance(turn_id, str) else None,
     )

@@ -134,6 +134,7 @@ class ChatDone(OutboundModel):
     session_id: str
     text: str
     tool_calls: Sequence[dict[str, Any]] = ()
+    turn_id: str | None = None  # v2: which chat.send this ends (a panel drops a second end)
 
 
 class ChatError(OutboundModel):
@@ -143,6 +144,7 @@ class ChatError(OutboundModel):
     session_id: str
     message: str
     code: ErrorCode | V1ChatErrorCode | None = None
+    turn_id: str | None = None  # v2: which chat.send this ends (a panel drops a second end)
 
 
 class _BrowserCall(OutboundModel):

@@ -93,6 +93,8 @@ class Recorder:
     """What the panels saw, shared by every peer of a run."""
 
     def __init__(self) -> None:
+        self.ended_turn_ids: set[str] = set()
+        self.second_ends_dropped = 0
         self.turns: list[TurnRecord] = []
         self.open: dict[str, TurnRecord] = {}
         self.extra_ends: list[tuple[str, str, float]] = []
@@ -105,7 +107,21 @@ class Recorder:
         self.open[session_id] = rec
         return rec
 
-    def ended(self, session_id: str, end_type: str, code: str | None) -> None:
+    def ended(
+        self, session_id: str, end_type: str, code: str | None, turn_id: str | None = None
+    ) -> None:
+        # The extension's worker drops a second end of a turn it already saw end (v2 ends carry
+        # the turnId; extension/lib/background.js isSecondEnd): so does this stand-in.
+        if turn_id is not None:
+            if turn_id in self.ended_turn_ids:
+                self.second_ends_dropped += 1
+                return
+            self.ended_turn_ids.add(turn_id)
+            current = self.open.get(session_id)
+            if current is not None and current.turn_id != turn_id:
+                # An end for another turn than the one open: never let it close this one.
+                self.extra_ends.append((session_id, end_type, time.monotonic()))
+                return
         rec = self.open.pop(session_id, None)
         if rec is None:
             self.extra_ends.append((session_id, end_type, time.monotonic()))
@@ -426,7 +442,8 @@ class ChaosPeer:
         if kind in _HOST_REQUESTS:
             self._spawn(self._answer(msg))
         elif kind in ("chat.done", "chat.error") and sid in self.ready:
-            self.recorder.ended(sid, kind, msg.get("code"))
+            turn = msg.get("turnId")
+            self.recorder.ended(sid, kind, msg.get("code"), turn if isinstance(turn, str) else None)
         elif kind == "chat.tool_call":
             self.recorder.tool_calls[str(msg.get("callId"))] = msg
         elif kind == "chat.tool_result":

@@ -342,7 +342,13 @@ class ProcessPeer:
     def _dropped(self, obj: dict[str, Any]) -> None:
         """background.js ``handleDrop``: a chat.send that cannot be sent still ends."""
         if obj.get("type") == "chat.send":
-            self.recorder.ended(str(obj.get("sessionId")), "chat.error", "CONNECTION_LOST")
+            turn = obj.get("turnId")
+            self.recorder.ended(
+                str(obj.get("sessionId")),
+                "chat.error",
+                "CONNECTION_LOST",
+                turn if isinstance(turn, str) else None,
+            )
 
     # -- what the relay sends -------------------------------------------------------------------
 
@@ -378,7 +384,8 @@ class ProcessPeer:
         elif kind in _HOST_REQUESTS:
             self._spawn(self._answer(relay, msg))
         elif kind in ("chat.done", "chat.error") and sid in self.ready:
-            self.recorder.ended(sid, kind, msg.get("code"))
+            turn = msg.get("turnId")
+            self.recorder.ended(sid, kind, msg.get("code"), turn if isinstance(turn, str) else None)
         elif kind == "chat.tool_call":
             self.recorder.tool_calls[str(msg.get("callId"))] = msg
         elif kind == "chat.tool_result":

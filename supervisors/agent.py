@@ -509,7 +509,14 @@ class AgentHub:
             else:
                 code = ErrorCode.CONNECTION_LOST
                 wire = code if v2 else v1_chat_error_code(code)
-                await conn.send(ChatError(session_id=sid, message=message, code=wire))
+                await conn.send(
+                    ChatError(
+                        session_id=sid,
+                        message=message,
+                        code=wire,
+                        turn_id=cut.turn_id if v2 else None,
+                    )
+                )
                 await conn.send(EventActivity(session_id=sid, event="status.error"))
             chat.mark_delivered(cut.turn_id)
         if marked and (used or not self.is_running(sid)):
@@ -572,13 +579,16 @@ class AgentHub:
             self._texts.pop(turn_id, None)
             if turn_id not in self._ended_queued:
                 await conn.end_turn_with_error(
-                    sid, ErrorCode.INTERNAL, "The host could not start this turn; try again."
+                    sid,
+                    ErrorCode.INTERNAL,
+                    "The host could not start this turn; try again.",
+                    send.turn_id,
                 )
             return
         if isinstance(decision, Refused):
             self._texts.pop(turn_id, None)
             await conn.end_turn_with_error(
-                sid, decision.code, "This chat already has a turn in progress."
+                sid, decision.code, "This chat already has a turn in progress.", send.turn_id
             )
         elif isinstance(decision, Queued) and conn.info.protocol >= 2:
             await conn.send(ChatQueued(session_id=sid, turn_id=turn_id, position=decision.position))
@@ -586,7 +596,9 @@ class AgentHub:
     async def _replay_outcome(self, conn: Connection, sid: str, stored: TurnOutcome) -> None:
         """A resent v2 turnId: answer with the stored outcome instead of a second turn."""
         if stored.outcome in ("done", "cancelled"):
-            await conn.send(ChatDone(session_id=sid, text=stored.text or ""))
+            await conn.send(
+                ChatDone(session_id=sid, text=stored.text or "", turn_id=stored.turn_id)
+            )
             await conn.send(EventActivity(session_id=sid, event="status.idle"))
             return
         try:
@@ -594,7 +606,7 @@ class AgentHub:
         except ValueError:
             code = ErrorCode.INTERNAL
         await conn.end_turn_with_error(
-            sid, code, stored.message or "This turn already ended with an error."
+            sid, code, stored.message or "This turn already ended with an error.", stored.turn_id
         )
 
     async def _launch(self, ticket: TurnTicket) -> asyncio.Task[None]:
@@ -620,13 +632,17 @@ class AgentHub:
         if conn is None:
             return
         if code is ErrorCode.CANCELLED and conn.info.protocol >= 2:
-            await conn.end_turn_with_error(ticket.session_id, code, "Cancelled before it started.")
+            await conn.end_turn_with_error(
+                ticket.session_id, code, "Cancelled before it started.", ticket.turn_id
+            )
         elif code is ErrorCode.CANCELLED:
             # v1: a cancel shows as a quiet end, not a failure.
             await conn.send(ChatDone(session_id=ticket.session_id, text=""))
             await conn.send(EventActivity(session_id=ticket.session_id, event="status.idle"))
         else:
-            await conn.end_turn_with_error(ticket.session_id, code, "The connection was lost.")
+            await conn.end_turn_with_error(
+                ticket.session_id, code, "The connection was lost.", ticket.turn_id
+            )
 
     async def _notify_queued(self, ticket: TurnTicket, position: int) -> None:
         await self.emit(
@@ -929,9 +945,10 @@ def _mode(value: str) -> ApprovalMode:
 
 def _end_of(stored: TurnOutcome, session_id: str, protocol: int) -> list[OutboundModel]:
     """A journaled turn end as the panel gets it (section 3b: an end, then the status)."""
+    turn_id = stored.turn_id if protocol >= 2 else None
     if stored.outcome in ("done", "cancelled"):
         return [
-            ChatDone(session_id=session_id, text=stored.text),
+            ChatDone(session_id=session_id, text=stored.text, turn_id=turn_id),
             EventActivity(session_id=session_id, event="status.idle"),
         ]
     try:
@@ -941,13 +958,15 @@ def _end_of(stored: TurnOutcome, session_id: str, protocol: int) -> list[Outboun
     message = stored.message or "This turn ended with an error."
     wire = code if protocol >= 2 else v1_chat_error_code(code)
     return [
-        ChatError(session_id=session_id, message=message, code=wire),
+        ChatError(session_id=session_id, message=message, code=wire, turn_id=turn_id),
         EventActivity(session_id=session_id, event="status.error"),
     ]
 
 
 def _for_protocol(msg: OutboundModel, protocol: int) -> OutboundModel:
     """A stored turn end re-addressed to a connection of *protocol* (v1 gets the v1 word)."""
+    if protocol < 2 and isinstance(msg, ChatDone | ChatError):
+        msg = msg.model_copy(update={"turn_id": None})  # v2-only field
     if protocol < 2 and isinstance(msg, ChatError) and msg.code is not None:
         try:
             return msg.model_copy(update={"code": v1_chat_error_code(ErrorCode(msg.code))})

@@ -78,10 +78,40 @@ export function createBackground(opts = {}) {
     registry.broadcast({ type: '__state', ...info });
   });
 
+  /** Turn ids whose end the panels already got (bounded; oldest forgotten first). */
+  const endedTurns = new Set();
+  /** Sessions whose next status event belongs to a dropped second end. */
+  const skipStatus = new Set();
+
+  /**
+   * Exactly one end per chat.send (protocol.md 3b): after a crash the relay or a new daemon
+   * may end a turn the panel already saw end; v2 ends carry the turnId, so a second one (and
+   * the status event after it) is dropped here.
+   * @param {Msg} msg @returns {boolean} true when the message must not reach the panel
+   */
+  function isSecondEnd(msg) {
+    if ((msg.type === 'chat.done' || msg.type === 'chat.error') && typeof msg.turnId === 'string') {
+      if (endedTurns.has(msg.turnId)) {
+        skipStatus.add(msg.sessionId);
+        return true;
+      }
+      endedTurns.add(msg.turnId);
+      if (endedTurns.size > 1000) endedTurns.delete(endedTurns.values().next().value);
+      return false;
+    }
+    if (msg.type === 'event.activity' && skipStatus.has(msg.sessionId) &&
+        (msg.event === 'status.idle' || msg.event === 'status.error')) {
+      skipStatus.delete(msg.sessionId);
+      return true;
+    }
+    return false;
+  }
+
   /** @param {Msg} msg */
   function handleHostMessage(msg) {
     received.push(msg);
     if (received.length > receivedLimit) received.splice(0, received.length - receivedLimit);
+    if (isSecondEnd(msg)) return;
     const kind = inboundHandler(msg.type);
     if (kind === 'cdp') {
       void cdp.handle(msg);
@@ -109,6 +139,7 @@ export function createBackground(opts = {}) {
         message: `Not connected to the Browy host (${info.state}). ${info.fix}`.trim(),
         turnId: msg.turnId,
       });
+      if (typeof msg.turnId === 'string') endedTurns.add(msg.turnId);
       registry.route({ type: 'event.activity', sessionId: msg.sessionId, event: 'status.error' });
     } else if (msg.type !== 'session.end' && msg.type !== 'session.start') {
       registry.route({ type: '__dropped', sessionId: msg.sessionId, dropped: msg.type, reason });

@@ -154,3 +154,22 @@ test('a chat.send right behind session.start does not overtake it', async () => 
   await flush();
   assert.deepEqual(host().posted.map((m) => m.type), ['hello', 'session.start', 'chat.send']);
 });
+
+test('a second end of the same turn, and the status after it, never reach the panel', async () => {
+  const { fake, host } = await setup();
+  const panel = fake.connectPanel();
+  await startSession(panel, 'sp-a');
+  panel.posted.length = 0;
+  // The relay ended t1 when the daemon died; a new daemon later ends it again.
+  host().push({ type: 'chat.error', sessionId: 'sp-a', code: 'CONNECTION_LOST', message: 'x', turnId: 't1' });
+  host().push({ type: 'event.activity', sessionId: 'sp-a', event: 'status.error' });
+  host().push({ type: 'chat.error', sessionId: 'sp-a', code: 'CONNECTION_LOST', message: 'again', turnId: 't1' });
+  host().push({ type: 'event.activity', sessionId: 'sp-a', event: 'status.error' });
+  // The next turn's own end and status still arrive.
+  host().push({ type: 'chat.done', sessionId: 'sp-a', text: 'ok', turnId: 't2' });
+  host().push({ type: 'event.activity', sessionId: 'sp-a', event: 'status.idle' });
+  assert.deepEqual(panel.posted.map((m) => [m.type, m.turnId ?? m.event]), [
+    ['chat.error', 't1'], ['event.activity', 'status.error'],
+    ['chat.done', 't2'], ['event.activity', 'status.idle'],
+  ]);
+});
