@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from actors.browser_tools import mask_secret_args
 from actors.model_gateway import ModelError
+from actors.store import TurnStateError
 from actors.turn_scheduler import CancelReason, TurnTicket
 from messages.errors import BrowyError, ErrorCode, v1_chat_error_code
 from messages.wire_outbound import (
@@ -254,9 +255,13 @@ async def _end(
         journal_kind = kind if kind in ("done", "cancelled") else "error"
         await chat.end_turn(ticket.turn_id, journal_kind, text, code.value if code else None,
                             message or None)  # fmt: skip
+    except TurnStateError:
+        # The turn stopped before its first record (e.g. cancelled while starting): there is
+        # nothing to end in the journal, but the panel still gets its one end (section 3b).
+        log.info("turn %s ended before it was journaled", ticket.turn_id)
     except Exception:
-        # A journal that cannot record this end (the turn failed before its first record, or
-        # the disk failed) must never cost the panel its one end (section 3b).
+        # A journal that cannot record this end (the disk failed) must never cost the panel
+        # its one end.
         log.exception("turn %s: the journal could not record its end", ticket.turn_id)
     # Whether the panel got the end is journaled, so a daemon that dies before an end reaches
     # its panel is found out by the next one, which sends it when the session registers

@@ -332,7 +332,9 @@ class _Run:
         self.session_peer: dict[str, tuple[PeerLike, int]] = {}
         self.server: DaemonServer | None = None
         self.model: ScriptedModelServer | None = None
-        self.turns_per_session = max(20, int(opts.duration * 4))
+        # Enough turns to keep every session busy for the whole run (turns take ~50 ms here):
+        # a fault late in the run must still have turns after it to recover with.
+        self.turns_per_session = max(40, int(opts.duration * 12))
         self.model_faults: dict[tuple[int, int], str] = {}
         self.stop_sending = 0.0
 

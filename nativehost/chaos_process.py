@@ -289,6 +289,13 @@ class ProcessPeer:
     async def _gone(self, relay: _Relay) -> None:
         assert relay.transport is not None and relay.protocol is not None
         relay.linked = False
+        if relay is self.relay and not self._closing:
+            # background.js endOpenTurns: the port dropped, so a chat.send it carried may have
+            # died in the relay's pipe; the worker ends each open turn (by turnId) itself.
+            for sid in self.session_ids:
+                rec = self.recorder.open.get(sid)
+                if rec is not None:
+                    self.recorder.ended(sid, "chat.error", "CONNECTION_LOST", rec.turn_id)
         if relay.transport.get_returncode() is None and not self._closing:
             # stdout closed but the process lingers: Chrome would drop the port; so do we.
             with contextlib.suppress(TimeoutError):

@@ -74,12 +74,15 @@ export function createBackground(opts = {}) {
       for (const start of registry.startMessages()) conn.send(start);
     } else if (info.state !== 'connecting' && info.state !== 'awaiting_hello') {
       void cdp.connectionLost();
+      endOpenTurns();
     }
     registry.broadcast({ type: '__state', ...info });
   });
 
   /** Turn ids whose end the panels already got (bounded; oldest forgotten first). */
   const endedTurns = new Set();
+  /** sessionId -> the turnId of its chat.send that has not ended yet. */
+  const openTurns = new Map();
   /** Sessions whose next status event belongs to a dropped second end. */
   const skipStatus = new Set();
 
@@ -97,6 +100,7 @@ export function createBackground(opts = {}) {
       }
       endedTurns.add(msg.turnId);
       if (endedTurns.size > 1000) endedTurns.delete(endedTurns.values().next().value);
+      if (openTurns.get(msg.sessionId) === msg.turnId) openTurns.delete(msg.sessionId);
       return false;
     }
     if (msg.type === 'event.activity' && skipStatus.has(msg.sessionId) &&
@@ -173,7 +177,28 @@ export function createBackground(opts = {}) {
       if (conn.ready) conn.send(msg);
       return;
     }
+    if (msg.type === 'chat.send' && typeof msg.sessionId === 'string' && typeof msg.turnId === 'string') {
+      openTurns.set(msg.sessionId, msg.turnId);
+    }
     conn.send(msg);
+  }
+
+  /**
+   * The native port dropped: a chat.send it carried may never have reached any daemon (it died
+   * in the relay's pipe), so nothing would end it. Each open turn ends here; if the host did
+   * get it, its own end arrives later with the same turnId and is dropped (isSecondEnd).
+   */
+  function endOpenTurns() {
+    for (const [sessionId, turnId] of openTurns) {
+      if (endedTurns.has(turnId)) continue;
+      endedTurns.add(turnId);
+      registry.route({
+        type: 'chat.error', sessionId, turnId, code: 'CONNECTION_LOST',
+        message: 'The connection to the Browy host was lost; reconnecting. Try again.',
+      });
+      registry.route({ type: 'event.activity', sessionId, event: 'status.error' });
+    }
+    openTurns.clear();
   }
 
   /**

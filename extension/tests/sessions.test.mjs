@@ -173,3 +173,23 @@ test('a second end of the same turn, and the status after it, never reach the pa
     ['chat.done', 't2'], ['event.activity', 'status.idle'],
   ]);
 });
+
+test('a turn open when the native port drops ends in its panel, and a late host end is dropped', async () => {
+  const { fake, host } = await setup();
+  const panel = fake.connectPanel();
+  await startSession(panel, 'sp-a');
+  panel.push({ type: 'chat.send', sessionId: 'sp-a', text: 'hi', turnId: 't9' });
+  await flush();
+  panel.posted.length = 0;
+  host().drop('Native host has exited.');
+  await flush();
+  const ends = panel.posted.filter((m) => m.type === 'chat.error');
+  assert.deepEqual(ends.map((m) => [m.turnId, m.code]), [['t9', 'CONNECTION_LOST']]);
+  assert.ok(panel.posted.some((m) => m.type === 'event.activity' && m.event === 'status.error'));
+  // The host got the send after all and ends the turn when the session is back: dropped.
+  const count = panel.posted.length;
+  const bg2host = fake.nativePorts.at(-1);
+  bg2host?.push({ type: 'chat.error', sessionId: 'sp-a', code: 'CONNECTION_LOST', message: 'x', turnId: 't9' });
+  assert.equal(panel.posted.filter((m) => m.type === 'chat.error').length, 1);
+  assert.ok(panel.posted.length >= count);
+});
