@@ -325,6 +325,8 @@ class Chat:
             turn.delivered = not rec.get("pending", False)
         elif kind == "delivered":
             turn.delivered = True
+        elif kind == "undelivered":
+            turn.delivered = False
 
     # --- writing ---
 
@@ -460,6 +462,14 @@ class Chat:
         now = max(int(self._store.clock() * 1000), self._last_ms + 1)
         self._apply(self._journal.append({"k": "delivered", "t": now, "turn": turn_id}))
 
+    def mark_undelivered(self, turn_id: str) -> None:
+        """Take back :meth:`mark_delivered` (the send it announced failed)."""
+        turn = self._by_id.get(turn_id)
+        if turn is None or turn.end is None or not turn.delivered or self._deleted:
+            return
+        now = max(int(self._store.clock() * 1000), self._last_ms + 1)
+        self._apply(self._journal.append({"k": "undelivered", "t": now, "turn": turn_id}))
+
     def undelivered_end(self) -> TurnOutcome | None:
         """The last turn, if it ended but its end never reached a panel."""
         if not self._turns:
@@ -540,11 +550,23 @@ class Chat:
         """Each turn's history rows (protocol.md section 3) with its start time, oldest first."""
         return [(turn.started_ms, _rows(turn)) for turn in self._turns]
 
-    def model_messages(self) -> list[dict[str, Any]]:
-        """The conversation as OpenAI chat messages (no system message: the caller adds it)."""
+    def model_messages(
+        self, *, max_turns: int | None = None, full_turns: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The conversation as OpenAI chat messages (no system message: the caller adds it).
+
+        ``max_turns`` keeps only the most recent turns; of those, all but the last
+        ``full_turns`` lose their page context and have their tool results trimmed (a
+        snapshot from three pages ago is stale and costly): the model keeps a memory of what was
+        done without re-reading every old page. ``None``: everything, whole.
+        """
         messages: list[dict[str, Any]] = []
-        for turn in self._turns:
-            messages.append({"role": "user", "content": join_context(turn.text, turn.context)})
+        turns = self._turns if max_turns is None else self._turns[-max_turns:]
+        full_from = 0 if full_turns is None else max(0, len(turns) - full_turns)
+        for number, turn in enumerate(turns):
+            full = number >= full_from
+            context = turn.context if full else None
+            messages.append({"role": "user", "content": join_context(turn.text, context)})
             results = turn.results()
             closed = False
             for event in turn.events:
@@ -561,6 +583,8 @@ class Chat:
                 for call in calls:
                     result = results.get(call["id"])
                     content = INTERRUPTED_RESULT if result is None else result["content"]
+                    if not full and isinstance(content, str) and len(content) > OLD_RESULT_CHARS:
+                        content = content[:OLD_RESULT_CHARS] + " … [trimmed: an earlier turn]"
                     messages.append(
                         {"role": "tool", "tool_call_id": call["id"], "content": content}
                     )
@@ -661,6 +685,9 @@ def build_history_page(
 
 # --- the store ------------------------------------------------------------------------------------
 
+
+#: Tool results of older turns are cut to this many characters in the model's context.
+OLD_RESULT_CHARS = 400
 
 #: Chats kept open in memory at most (see ChatStore._evict).
 MAX_OPEN_CHATS = 64

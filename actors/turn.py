@@ -101,6 +101,10 @@ that purpose, and never repeat them back.
 - When the task is done, or you need the user, answer in plain words and stop calling tools."""
 
 MAX_ARG_CHARS = 4000
+#: The model sees this many recent turns of a chat; the last FULL_TURNS whole, older ones with
+#: their page context left out and tool results trimmed ("recent-actions memory").
+HISTORY_TURNS = 16
+FULL_TURNS = 2
 DELTA_CHUNK_CHARS = 256 * 1024  # well under 1 MiB once JSON-escaped
 
 
@@ -298,7 +302,8 @@ async def _loop(
     chat.begin_turn(ticket.turn_id, req.text, context)
     tools = hub.tool_definitions(sid, browser is not None)
     for iteration in range(hub.max_iterations):
-        messages = [{"role": "system", "content": SYSTEM_PROMPT}, *chat.model_messages()]
+        history = chat.model_messages(max_turns=HISTORY_TURNS, full_turns=FULL_TURNS)
+        messages = [{"role": "system", "content": SYSTEM_PROMPT}, *history]
         state.streamed = []
 
         async def on_text(piece: str) -> None:

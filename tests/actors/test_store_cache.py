@@ -43,3 +43,28 @@ async def test_a_chat_with_a_running_turn_is_never_closed(tmp_path: Path) -> Non
     running.assistant("t-busy", "still here")  # its journal is still open
     await running.end_turn("t-busy", "done", "still here")
     await store.close()
+
+
+async def test_the_model_sees_recent_turns_whole_and_older_ones_short(tmp_path: Path) -> None:
+    store = ChatStore(tmp_path / "sessions", fsync=False)
+    chat = store.chat("default", "sp-1")
+    for i in range(20):
+        chat.begin_turn(f"t{i}", f"ask {i}", f"PAGE SNAPSHOT {i} " + "x" * 2000)
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "inspect_page",
+                "arguments": "{}"}}  # fmt: skip
+        chat.assistant(f"t{i}", "", tool_calls=[call])
+        chat.tool_call(f"t{i}", f"c{i}", "inspect_page", {}, False)
+        chat.tool_result(f"t{i}", f"c{i}", "ok", "seen", "RESULT " + "y" * 3000)
+        chat.assistant(f"t{i}", f"answer {i}")
+        await chat.end_turn(f"t{i}", "done", f"answer {i}")
+    messages = chat.model_messages(max_turns=16, full_turns=2)
+    users = [m["content"] for m in messages if m["role"] == "user"]
+    assert len(users) == 16
+    assert users[0].startswith("ask 4")
+    assert all("PAGE SNAPSHOT" not in u for u in users[:-2])
+    assert all("PAGE SNAPSHOT" in u for u in users[-2:])
+    results = [m["content"] for m in messages if m["role"] == "tool"]
+    assert all(len(r) < 500 for r in results[:-2])
+    assert all(len(r) > 3000 for r in results[-2:])
+    assert len(chat.model_messages()) > len(messages)  # the default keeps everything
+    await store.close()
