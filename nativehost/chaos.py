@@ -355,7 +355,7 @@ class _Run:
     async def _start(self) -> None:
         self._draw_model_faults()
         script = build_script(self.opts.sessions, self.turns_per_session, self.model_faults)
-        self.model = ScriptedModelServer(script)
+        self.model = ScriptedModelServer(script, keep_bodies=False)
         base_url = await self.model.start()
         self.home.mkdir(parents=True, exist_ok=True)
         (self.home / "config.toml").write_text(

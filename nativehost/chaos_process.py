@@ -506,7 +506,7 @@ class _ProcessRun(_Run):
 
     async def _start(self) -> None:
         script = build_script(self.opts.sessions, self.turns_per_session, {})
-        self.model = ScriptedModelServer(script)
+        self.model = ScriptedModelServer(script, keep_bodies=False)
         base_url = await self.model.start()
         self.home.mkdir(parents=True, exist_ok=True)
         (self.home / "config.toml").write_text(

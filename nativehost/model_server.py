@@ -328,6 +328,12 @@ class _Queue:
         return None
 
 
+def _slim(body: dict[str, Any]) -> dict[str, Any]:
+    """A request reduced to its last user message (see ``keep_bodies``)."""
+    users = [m for m in body.get("messages", []) if isinstance(m, dict) and m.get("role") == "user"]
+    return {"messages": users[-1:]}
+
+
 class ScriptedModelServer:
     """An aiohttp server answering chat completions from a :class:`Script`.
 
@@ -335,8 +341,16 @@ class ScriptedModelServer:
     connections; ``await stop()`` ends hanging answers and closes the listener (idempotent).
     """
 
-    def __init__(self, script: Script | Sequence[object] | Mapping[str, object] | None) -> None:
+    def __init__(
+        self,
+        script: Script | Sequence[object] | Mapping[str, object] | None,
+        *,
+        keep_bodies: bool = True,
+    ) -> None:
         self.script = Script.echo() if script is None else load_script(script)
+        #: With ``keep_bodies=False`` (long runs, e.g. a soak) each recorded request keeps only
+        #: its last user message, so the record does not grow with the conversations.
+        self.keep_bodies = keep_bodies
         self.requests: list[dict[str, Any]] = []
         self.request_times: list[float] = []
         self.client_disconnected = asyncio.Event()
@@ -424,7 +438,7 @@ class ScriptedModelServer:
             return _error(400, "request body is not JSON", "invalid_request_error")
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return _error(400, "'messages' is required", "invalid_request_error")
-        self.requests.append(body)
+        self.requests.append(body if self.keep_bodies else _slim(body))
         self.request_times.append(asyncio.get_running_loop().time())
         if not self._authorized(request):
             return _error(401, "Incorrect API key provided.", "invalid_request_error")
@@ -575,7 +589,7 @@ class ScriptedModelServer:
             return _anthropic_error(400, "request body is not JSON")
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return _anthropic_error(400, "messages: Field required")
-        self.requests.append(body)
+        self.requests.append(body if self.keep_bodies else _slim(body))
         self.request_times.append(asyncio.get_running_loop().time())
         if not self._authorized(request):
             return _anthropic_error(401, "invalid x-api-key")
