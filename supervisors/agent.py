@@ -28,14 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from actors.asking import UserAsking
 from actors.browser_tools import (
     AskUserArgs,
     ToolResultView,
     ToolRunner,
     TurnBrowser,
-    mask_secret_args,
 )
-from actors.model_gateway import ChatModel, ModelError, ModelSettings, make_gateway
+from actors.model_gateway import ChatModel, ModelSettings
+from actors.model_side import ModelSide
 from actors.prompts import PromptBroker
 from actors.runtime import ActorError, Ref
 from actors.session_router import (
@@ -50,7 +51,7 @@ from actors.session_router import (
 )
 from actors.store import ChatStore, TurnOutcome
 from actors.tools.registry import ApprovalMode, ApprovalRequestInfo
-from actors.turn import TurnRequest, run_turn, trim_args
+from actors.turn import TurnRequest, run_turn
 from actors.turn_scheduler import (
     CancelReason,
     CancelTurns,
@@ -64,11 +65,9 @@ from actors.turn_scheduler import (
     TurnTicket,
     YieldSlot,
 )
-from messages.errors import BrowyError, ErrorCode, v1_chat_error_code
+from messages.errors import ErrorCode, v1_chat_error_code
 from messages.wire_inbound import ApprovalResponse, ChatSend, SessionStart, UserAnswer
 from messages.wire_outbound import (
-    ApprovalRequest,
-    AskOption,
     AuthStatus,
     ChatDone,
     ChatError,
@@ -83,7 +82,6 @@ from messages.wire_outbound import (
     OutboundModel,
     SdkReady,
     SessionReady,
-    UserAsk,
 )
 from supervisors.policy import RestartIntensity, RestartType, Strategy
 from supervisors.supervisor import ChildSpec, Supervisor, TaskChild
@@ -148,18 +146,9 @@ class AgentHub:
         self._sup: Supervisor | None = None
         self._turn_tasks: set[asyncio.Task[None]] = set()
         self._texts: dict[str, TurnRequest] = {}
-        self._model: ChatModel | None = None
-        self._model_problem: str | None = None
-        self._model_id = settings.model.model if settings.model else ""
-        self._auth: AuthStatus = (
-            AuthStatus(state="unknown", detail="checking the model provider")
-            if settings.model
-            else AuthStatus(state="unauth", detail=_NO_MODEL)
-        )
+        self.models = ModelSide(settings.model, own=self._own)
         self._ended_by_relay: set[str] = set()
         self._undelivered: dict[str, tuple[str, list[OutboundModel]]] = {}
-        # (local client link, browser link) pairs whose take_control the browser's user allowed.
-        self._control_granted: set[tuple[int, int]] = set()
         # Turns ended while still queued (recent ones): a failed submit must not end them twice.
         self._ended_queued: collections.deque[str] = collections.deque(maxlen=1024)
         self.tools = ToolRunner(
@@ -169,6 +158,16 @@ class AgentHub:
             v1_approval_mode=_mode(settings.v1_approval_mode),
         )
         self.prompts = PromptBroker(settings.home / "data" / "approvals.json")
+        self.asking = UserAsking(
+            prompts=self.prompts,
+            tools=self.tools,
+            table=self._table,
+            connections=self.connections,
+            emit=self.emit,
+            yield_slot=lambda t: self._tell("turn-scheduler", YieldSlot(turn_id=t.turn_id)),
+            reclaim=lambda t: self._tell("turn-scheduler", Reclaim(turn_id=t.turn_id)),
+            timeout_s=lambda: self.settings.approval_timeout_s,
+        )
         self._tab_locks: dict[tuple[int, int], asyncio.Lock] = {}
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -186,8 +185,7 @@ class AgentHub:
             intensity=RestartIntensity(5, 10.0),
         )
         await self._sup.start()
-        if self.settings.model is not None:
-            self._model = self._gateway(self.settings.model)
+        self.models.open()
         self._own(self._check_auth(), "auth-check")
 
     def _own(self, coro: Any, name: str) -> None:
@@ -209,19 +207,13 @@ class AgentHub:
 
     def apply_settings(self, settings: AgentSettings) -> None:
         """The config changed (options page): new turns use the new model and policies."""
-        old = self.settings
         self.settings = settings
         self.tools.approval_mode = _mode(settings.approval_mode)
         self.tools.v1_approval_mode = _mode(settings.v1_approval_mode)
         self.tools.allow_host_code = settings.allow_host_code
         if self._scheduler_actor is not None:
             self._scheduler_actor.queue.limit = settings.turn_concurrency
-        if settings.model != old.model:
-            previous = self._model
-            self._model = self._gateway(settings.model) if settings.model else None
-            self._model_id = settings.model.model if settings.model else ""
-            if previous is not None:
-                self._own(previous.aclose(), "close-old-gateway")
+        if self.models.reconfigure(settings.model):
             self._own(self._check_auth(), "auth-check")
 
     async def config_get(self) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -298,8 +290,7 @@ class AgentHub:
             task.cancel()
         if self._turn_tasks:
             await asyncio.wait(self._turn_tasks, timeout=5.0)
-        if self._model is not None:
-            await self._model.aclose()
+        await self.models.aclose()
         await self.store.close()
 
     @property
@@ -436,7 +427,7 @@ class AgentHub:
         await conn.send(
             SessionReady(
                 session_id=start.session_id,
-                model=self._model_id,
+                model=self.models.model_id,
                 capabilities=capabilities,
             )
         )
@@ -447,12 +438,9 @@ class AgentHub:
         # Section 3b: sdk.ready is ok whenever the daemon is up; the provider's state goes in
         # auth.status only, and session.ready never waits for the provider.
         await conn.send(SdkReady(ok=True))
-        await conn.send(self._auth)
-        await conn.send(ModelsCurrent(id=self._model_id))
-        await conn.send(ModelsList(models=self._models_known()))
-
-    def _models_known(self) -> list[ModelInfo]:
-        return [ModelInfo(id=self._model_id, name=self._model_id)] if self._model_id else []
+        await conn.send(self.models.auth)
+        await conn.send(ModelsCurrent(id=self.models.model_id))
+        await conn.send(ModelsList(models=self.models.known()))
 
     async def _settle_cut_turn(self, conn: Connection, result: RegisterResult) -> None:
         """A session (re-)registered: give it the definite end of any turn it has not seen end.
@@ -679,57 +667,23 @@ class AgentHub:
         if conn is not None and conn.info.protocol >= 2:
             await conn.send(ControlRelease(owner_id=ticket.turn_id))
 
-    # -- model ------------------------------------------------------------------------------------
-
-    def _gateway(self, settings: ModelSettings) -> ChatModel | None:
-        """The provider's gateway, or None (and the reason kept) when it cannot be built —
-        e.g. the Anthropic SDK is not installed. Never raises into the daemon."""
-        try:
-            gateway = make_gateway(settings)
-        except ModelError as exc:
-            log.error("model provider: %s", exc.message)
-            self._model_problem = exc.message
-            return None
-        self._model_problem = None
-        return gateway
+    # -- model: actors.model_side.ModelSide ---------------------------------------------------
 
     def model(self) -> ChatModel:
-        if self._model is None:
-            raise ModelError("AUTH", self._model_problem or _NO_MODEL)
-        return self._model
+        return self.models.model()
 
     async def refresh_auth(self) -> AuthStatus:
-        if self._model is None:
-            self._auth = AuthStatus(state="unauth", detail=self._model_problem or _NO_MODEL)
-        else:
-            state = await self._model.check_auth()
-            self._auth = AuthStatus(state=state.state, detail=state.detail)
-        return self._auth
+        return await self.models.refresh_auth()
 
     async def list_models(self) -> list[ModelInfo]:
-        if self._model is None:
-            return []
-        try:
-            models = await self._model.list_models()
-        except ModelError as exc:
-            log.warning("models.list failed: %s", exc.message)
-            return self._models_known()
-        return [ModelInfo(id=m.id, name=m.name, vendor=m.vendor or None) for m in models]
+        return await self.models.list_models()
 
     def set_model(self, model_id: str) -> None:
-        if self.settings.model is None or not model_id:
-            return
-        self._model_id = model_id
-        old = self._model
-        self._model = self._gateway(_with_model(self.settings.model, model_id))
-        if old is not None:
-            task = asyncio.ensure_future(old.aclose())
-            self._turn_tasks.add(task)  # owned: awaited on stop
-            task.add_done_callback(self._turn_tasks.discard)
+        self.models.set_model(model_id)
 
     @property
     def model_id(self) -> str:
-        return self._model_id
+        return self.models.model_id
 
     # -- browser and tools ------------------------------------------------------------------------
 
@@ -750,53 +704,8 @@ class AgentHub:
             allow_file=False,
         )
         if entry.browser_link_id is not None and browser.tab_id is not None:
-            await self._take_control(ticket, entry.link.link_id, conn, browser.tab_id)
+            await self.asking.take_control(entry.link.link_id, conn, browser.tab_id)
         return browser
-
-    async def _take_control(
-        self, ticket: TurnTicket, client_link: int, browser_conn: Connection, tab_id: int
-    ) -> None:
-        """The first time a local client takes a tab of a browser, that browser's user is asked
-        (protocol.md section 6): its v2 panel gets ``approval.request{tool: "take_control"}``.
-        A browser with no v2 panel to ask is left to the config (``allow_local_clients``).
-        Raises APPROVAL_DENIED when the user says no (or does not answer in time)."""
-        key = (client_link, browser_conn.info.link_id)
-        if key in self._control_granted:
-            return
-        panels = [
-            e
-            for e in self.table.sessions_of(browser_conn.info.link_id)
-            if e.link.protocol >= 2 and e.session_id.startswith(("sp-", "dt-"))
-        ]
-        if panels:
-            panel = panels[-1]
-            approval_id, fut = self.prompts.open_approval(panel.session_id)
-            client = self.connections.get(client_link)
-            role = client.info.role if client is not None else "cli"
-            try:
-                await browser_conn.send(
-                    ApprovalRequest(
-                        session_id=panel.session_id,
-                        approval_id=approval_id,
-                        tool="take_control",
-                        args={"client": role, "tabId": tab_id},
-                        summary=f"A local {role} client wants to drive this browser's tab",
-                        risk="high",
-                        origin="",
-                    )
-                )
-                async with asyncio.timeout(self.settings.approval_timeout_s):
-                    decision = await fut
-            except TimeoutError:
-                decision = "deny"
-            finally:
-                self.prompts.close(approval_id)
-            if decision == "deny":
-                raise BrowyError(
-                    "The browser's user did not allow this client to take control.",
-                    code=ErrorCode.APPROVAL_DENIED,
-                )
-        self._control_granted.add(key)
 
     def tool_definitions(self, session_id: str, browser: bool) -> list[dict[str, Any]]:
         entry = self.table.lookup(session_id)
@@ -831,10 +740,10 @@ class AgentHub:
         lock: Callable[[int], asyncio.Lock] = lambda tab: self.tab_lock(browser_link, tab)  # noqa: E731
 
         async def approve(info: ApprovalRequestInfo) -> bool:
-            return await self._approve(ticket, browser, info)
+            return await self.asking.approve(ticket, browser, info)
 
         async def ask(args: AskUserArgs) -> tuple[Any, bool]:
-            return await self._ask_user(ticket, args)
+            return await self.asking.ask_user(ticket, args)
 
         return await self.tools.run(
             name,
@@ -850,89 +759,13 @@ class AgentHub:
             ask_user=ask if ticket.protocol >= 2 else None,
         )
 
-    # -- asking the user (v2) ---------------------------------------------------------------------
-
-    async def _while_waiting_for_user(self, ticket: TurnTicket, fut: asyncio.Future[Any]) -> Any:
-        """Wait for the user's answer with the turn's scheduling slot given up (section 2)."""
-        await self._tell("turn-scheduler", YieldSlot(turn_id=ticket.turn_id))
-        try:
-            async with asyncio.timeout(self.settings.approval_timeout_s):
-                return await fut
-        finally:
-            await self._tell("turn-scheduler", Reclaim(turn_id=ticket.turn_id))
-
-    async def _approve(
-        self, ticket: TurnTicket, browser: TurnBrowser | None, info: ApprovalRequestInfo
-    ) -> bool:
-        entry = self.table.lookup(ticket.session_id)
-        if entry is None:
-            return False
-        if ticket.protocol < 2:
-            # A v1 panel cannot answer: the host's v1 approval mode alone decides (section 3b),
-            # and a mode that asks therefore refuses.
-            return False
-        origin = await browser.origin() if browser is not None else ""
-        if self.prompts.allowed(entry.scope, ticket.session_id, info.tool, origin):
-            return True
-        approval_id, fut = self.prompts.open_approval(ticket.session_id)
-        risk = "high" if self.tools.is_host_code(info.tool) else "page-changing"
-        shown = mask_secret_args(info.tool, info.args, browser)
-        try:
-            await self.emit(
-                ticket.session_id,
-                ApprovalRequest(
-                    session_id=ticket.session_id,
-                    approval_id=approval_id,
-                    tool=info.tool,
-                    args=trim_args(shown),
-                    summary=info.summary[:500] if shown is info.args else f"{info.tool} (secret)",
-                    risk=risk,
-                    origin=origin,
-                ),
-            )
-            decision = await self._while_waiting_for_user(ticket, fut)
-        except TimeoutError:
-            return False
-        finally:
-            self.prompts.close(approval_id)
-        self.prompts.remember(entry.scope, ticket.session_id, info.tool, origin, decision)
-        return bool(decision != "deny")
-
-    async def _ask_user(self, ticket: TurnTicket, args: AskUserArgs) -> tuple[Any, bool]:
-        ask_id, fut = self.prompts.open_ask(ticket.session_id)
-        try:
-            await self.emit(
-                ticket.session_id,
-                UserAsk(
-                    session_id=ticket.session_id,
-                    ask_id=ask_id,
-                    kind=args.kind,
-                    prompt=args.prompt,
-                    options=[AskOption(label=o.label, value=o.value) for o in args.options]
-                    if args.options
-                    else None,
-                    default_value=args.default_value,
-                ),
-            )
-            result: tuple[Any, bool] = await self._while_waiting_for_user(ticket, fut)
-            return result
-        except TimeoutError:
-            return None, True
-        finally:
-            self.prompts.close(ask_id)
+    # -- asking the user (v2): actors.asking.UserAsking -----------------------------------------
 
     def approval_response(self, conn: Connection, msg: ApprovalResponse) -> None:
-        self.prompts.answer(msg.approval_id, msg.session_id, msg.decision)
+        self.asking.approval_response(msg)
 
     def user_answer(self, conn: Connection, msg: UserAnswer) -> None:
-        self.prompts.answer(msg.ask_id, msg.session_id, (msg.value, bool(msg.cancelled)))
-
-
-_NO_MODEL = (
-    "No model is configured. Set BROWY_MODEL, OPENAI_BASE_URL and OPENAI_API_KEY in "
-    "BROWY_HOME/config.toml ([model] model, base_url, api_key) — the daemon inherits the "
-    "browser's environment, not your shell's — or try `browy demo`."
-)
+        self.asking.user_answer(msg)
 
 
 def _mode(value: str) -> ApprovalMode:
@@ -973,9 +806,3 @@ def _for_protocol(msg: OutboundModel, protocol: int) -> OutboundModel:
         except ValueError:
             return msg
     return msg
-
-
-def _with_model(settings: ModelSettings, model_id: str) -> ModelSettings:
-    from dataclasses import replace
-
-    return replace(settings, model=model_id)
