@@ -30,7 +30,13 @@ from actors.cdp_proxy import CdpProxy
 from actors.link_stream import LinkStream
 from actors.runtime import Actor, Overflow
 from messages.codec import MAX_OUTBOUND_FRAME, decode_message
-from messages.errors import ErrorCode, InvalidMessage, UnknownMessageType, v1_chat_error_code
+from messages.errors import (
+    ErrorCode,
+    InvalidMessage,
+    LocalError,
+    UnknownMessageType,
+    v1_chat_error_code,
+)
 from messages.link import LinkData
 from messages.wire import dump_outbound, parse_inbound
 from messages.wire_inbound import (
@@ -186,7 +192,11 @@ class Connection(Actor[Inbound]):
         Sends from several tasks (turns, the connection itself) are serialised by a lock, so
         frames never interleave and backpressure applies to each writer in turn.
         """
-        payload = dump_outbound(msg)
+        try:
+            payload = dump_outbound(msg)
+        except LocalError:
+            log.exception("link %d: could not encode a %s", self.info.link_id, type(msg).__name__)
+            return False
         if len(payload) > MAX_OUTBOUND_FRAME and isinstance(msg, ChatDone):
             # chat.done carries the whole turn's text; keep its end within the limit.
             keep = MAX_OUTBOUND_FRAME // 2

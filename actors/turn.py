@@ -82,7 +82,7 @@ class TurnHost(Protocol):
     ) -> ToolResultView: ...
 
 
-__all__ = ["SYSTEM_PROMPT", "TurnHost", "TurnRequest", "run_turn", "trim_args"]
+__all__ = ["SYSTEM_PROMPT", "TurnHost", "TurnRequest", "run_turn", "split_delta", "trim_args"]
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,9 @@ MAX_ARG_CHARS = 4000
 #: their page context left out and tool results trimmed ("recent-actions memory").
 HISTORY_TURNS = 16
 FULL_TURNS = 2
-DELTA_CHUNK_CHARS = 256 * 1024  # well under 1 MiB once JSON-escaped
+#: A chat.delta's text is split so each frame stays under Chrome's 1 MiB once JSON-encoded:
+#: a character can take up to 6 bytes escaped (\u0001), so 128 K characters is at most 768 KiB.
+DELTA_CHUNK_CHARS = 128 * 1024
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,6 +158,11 @@ class _ChatRef:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._hub.store.chat(self._scope, self._id), name)
+
+
+def split_delta(text: str, chunk: int = DELTA_CHUNK_CHARS) -> list[str]:
+    """Streamed text in pieces that each fit one frame (protocol.md section 5)."""
+    return [text[i : i + chunk] for i in range(0, len(text), chunk)] or [""]
 
 
 def trim_args(args: Any, limit: int = MAX_ARG_CHARS) -> Any:
@@ -308,8 +315,8 @@ async def _loop(
 
         async def on_text(piece: str) -> None:
             state.streamed.append(piece)
-            for i in range(0, len(piece), DELTA_CHUNK_CHARS):
-                await emit(ChatDelta(session_id=sid, text=piece[i : i + DELTA_CHUNK_CHARS]))
+            for part in split_delta(piece):
+                await emit(ChatDelta(session_id=sid, text=part))
 
         await emit(EventActivity(session_id=sid, event="llm_call_start", input_count=len(messages)))
         started = time.monotonic()

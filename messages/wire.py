@@ -20,6 +20,7 @@ The models live in :mod:`messages.wire_inbound` and :mod:`messages.wire_outbound
 re-exported here; import them from this module.
 """
 
+import re
 from typing import Any, Final
 
 import orjson
@@ -93,11 +94,29 @@ def dump_outbound(msg: BaseModel) -> bytes:
     """Serialise a host -> extension model to the JSON bytes of one frame (without the prefix).
 
     camelCase names, None fields left out. Frame it with :func:`messages.codec.encode_frame`,
-    which refuses frames over 1 MiB. Raises :class:`LocalError` if a string cannot be encoded
-    (orjson refuses lone surrogates).
+    which refuses frames over 1 MiB. Lone surrogates (page text and model output can carry
+    them; UTF-8 cannot) are replaced with U+FFFD rather than failing the message. Raises
+    :class:`LocalError` if the content still cannot be encoded.
     """
     obj = msg.model_dump(mode="json", by_alias=True, exclude_none=True)
     try:
         return orjson.dumps(obj)
+    except orjson.JSONEncodeError:
+        pass
+    try:
+        return orjson.dumps(_without_surrogates(obj))
     except orjson.JSONEncodeError as exc:
         raise LocalError(f"cannot encode {type(msg).__name__}: {exc}") from exc
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_surrogates(v) for v in value]
+    return value

@@ -210,9 +210,10 @@ def test_config_result_writes_its_schema_under_the_wire_name_schema() -> None:
     }
 
 
-def test_dump_outbound_reports_an_unencodable_string_as_a_local_error() -> None:
-    with pytest.raises(LocalError):
-        dump_outbound(ChatDelta(session_id="s", text="\udc00"))
+def test_dump_outbound_replaces_lone_surrogates_instead_of_failing_the_message() -> None:
+    # Page text and model output can carry lone surrogates; UTF-8 (and Chrome) cannot.
+    out = orjson.loads(dump_outbound(ChatDelta(session_id="s", text="a\udc00b\ud800")))
+    assert out["text"] == "a\ufffdb\ufffd"
 
 
 def test_the_inbound_adapter_parses_models_list_as_the_request_not_the_reply() -> None:
