@@ -144,6 +144,7 @@ class AgentHub:
         self._table = RouteTable()
         self._scheduler_actor: TurnScheduler | None = None
         self._sup: Supervisor | None = None
+        self._turns: Supervisor | None = None
         self._turn_tasks: set[asyncio.Task[None]] = set()
         self._texts: dict[str, TurnRequest] = {}
         self.models = ModelSide(settings.model, own=self._own)
@@ -180,6 +181,11 @@ class AgentHub:
             [
                 ChildSpec("session-router", start=lambda: SessionRouter(self._table)),
                 ChildSpec("turn-scheduler", start=self._new_scheduler),
+                # The turns' own supervisor: started last, so stopped first (every turn ends
+                # while the router and the scheduler still run). A separate control task, so
+                # the scheduler launching a turn never waits on the supervisor that may be
+                # stopping the scheduler itself (a deadlock with one supervisor for both).
+                ChildSpec("turns", start=self._new_turns_supervisor),
             ],
             strategy=Strategy.ONE_FOR_ONE,
             intensity=RestartIntensity(5, 10.0),
@@ -597,11 +603,16 @@ class AgentHub:
             sid, code, stored.message or "This turn already ended with an error.", stored.turn_id
         )
 
+    async def _new_turns_supervisor(self) -> Supervisor:
+        turns = Supervisor("turns", [], strategy=Strategy.ONE_FOR_ONE)
+        self._turns = turns
+        return await turns.start()
+
     async def _launch(self, ticket: TurnTicket) -> asyncio.Task[None]:
-        """Start a turn as a temporary task child of the agent supervisor."""
+        """Start a turn as a temporary task child of the turns supervisor."""
         req = self._texts.pop(ticket.turn_id)
-        assert self._sup is not None
-        child = await self._sup.start_child(
+        assert self._turns is not None
+        child = await self._turns.start_child(
             ChildSpec(
                 f"turn:{ticket.turn_id}",
                 task=lambda: run_turn(self, req),
