@@ -316,6 +316,10 @@ class DaemonServer:
         """
         conn = Connection(info=info, stream=stream, server_version=self.version, hub=self.hub)
         ref = await spawn(conn, name=f"connection-{info.link_id}")
+        # A connection that dies (a crash) ends its link at once: the relay sees the drop,
+        # ends its panels' open turns and reconnects, and the kept ends reach the panels when
+        # they register again. A link left open would leave them waiting (protocol.md 6).
+        ref.add_done_callback(lambda _outcome: stream.close())
         self._track(info, ref)
         log.info("link %d: %s for %s", info.link_id, info.role, info.origin or "a local client")
         try:
