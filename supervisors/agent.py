@@ -256,10 +256,17 @@ class AgentHub:
         await self._sup.wait_stopped()
 
     def actor_refs(self) -> dict[str, Ref[Any]]:
-        """The current incarnation of each agent actor, by name (for the fault harness)."""
+        """The running incarnation of each agent actor, by name (for the fault harness); an
+        actor in the middle of a restart is left out."""
+        refs: dict[str, Ref[Any]] = {}
         if self._sup is None:
-            return {}
-        return {name: self._sup.ref(name) for name in ("session-router", "turn-scheduler")}
+            return refs
+        for name in ("session-router", "turn-scheduler"):
+            try:
+                refs[name] = self._sup.ref(name)
+            except LookupError:
+                continue
+        return refs
 
     async def _current(self, name: str) -> Ref[Any]:
         """The running incarnation of child *name*, waiting through a restart (bounded)."""
