@@ -404,6 +404,10 @@ class CdpProxy:
             raise
         finally:
             self._futures.pop(call.call_id, None)
+            if fut.done() and not fut.cancelled():
+                # connection_lost() may fail the future while this call is still sending (or is
+                # being cancelled): the outcome is already decided above, so mark it retrieved.
+                fut.exception()
         if not answer.ok:
             raise _error_from_text(answer.error or "")
         return answer

@@ -157,6 +157,10 @@ class ChaosReport:
     recovery_ms: dict[str, dict[str, float]] = field(default_factory=dict)
     fds: tuple[int, int] = (0, 0)
     rss: tuple[int, int] = (0, 0)
+    #: Bytes held by the harness's own records (in-process mode) at the same two points: they
+    #: grow with the turns run and are not the daemon's, so ``flat`` leaves them out.
+    harness: tuple[int, int] = (0, 0)
+    rss_samples: list[tuple[float, int]] = field(default_factory=list)  # (seconds in, bytes)
     invariants: dict[str, bool] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     mode: str = "in-process"
@@ -186,6 +190,8 @@ class ChaosReport:
             "recovery_ms": self.recovery_ms,
             "open_fds": {"warm": self.fds[0], "end": self.fds[1]},
             "rss_bytes": {"warm": self.rss[0], "end": self.rss[1]},
+            "harness_record_bytes": {"warm": self.harness[0], "end": self.harness[1]},
+            "rss_samples": [[round(t, 1), b] for t, b in self.rss_samples],
             **({"processes": self.processes} if self.mode == "process" else {}),
             "invariants": self.invariants,
             "ok": self.ok,
@@ -230,47 +236,43 @@ def _url(index: int, number: int) -> str:
     return f"https://chaos.test/s{index:02d}/t{number:04d}"
 
 
-def build_script(
-    sessions: int, turns: int, model_faults: dict[tuple[int, int], str]
-) -> dict[str, Any]:
-    """Steps for every (session, turn): a tool step (one page-changing ``new_tab`` with a unique
-    URL and a host-side ``note_set``), then a text answer; a model fault goes first where drawn."""
+#: The script a run's model server starts with; each turn's steps are added just before it
+#: starts (``ScriptedModelServer.extend``), so a long run holds only the steps in flight.
+SCRIPT_HEAD: dict[str, Any] = {"models": ["chaos-model"], "steps": []}
+
+
+def turn_steps(s: int, n: int, fault: str | None = None) -> list[dict[str, Any]]:
+    """The steps for session *s*, turn *n*: a tool step (one page-changing ``new_tab`` with a
+    unique URL and a host-side ``note_set``), then a text answer; a model *fault* goes first."""
+    marker = _marker(s)
+    first = {"user_contains": _tag(n), "tool_result": False}
     steps: list[dict[str, Any]] = []
-    for s in range(sessions):
-        marker = _marker(s)
-        for n in range(1, turns + 1):
-            first = {"user_contains": _tag(n), "tool_result": False}
-            fault = model_faults.get((s, n))
-            if fault == "model_5xx":
-                steps.append(
-                    {"session": marker, "match": first, "fault": {"kind": "status", "status": 503}}
-                )
-            elif fault == "model_hang":
-                steps.append({"session": marker, "match": first, "fault": {"kind": "hang"}})
-            steps.append(
-                {
-                    "session": marker,
-                    "match": first,
-                    "text": f"Opening step {n}.",
-                    "tool_calls": [
-                        {"name": "new_tab", "arguments": {"url": _url(s, n)}},
-                        {"name": "note_set", "arguments": {"key": f"s{s}", "value": str(n)}},
-                    ],
-                    **(
-                        {"fault": {"kind": "disconnect", "after_chunks": 3}}
-                        if fault == "model_disconnect"
-                        else {}
-                    ),
-                }
-            )
-            steps.append(
-                {
-                    "session": marker,
-                    "match": {"user_contains": _tag(n), "tool_result": True},
-                    "text": f"Done with step {n}.",
-                }
-            )
-    return {"models": ["chaos-model"], "steps": steps}
+    if fault == "model_5xx":
+        steps.append(
+            {"session": marker, "match": first, "fault": {"kind": "status", "status": 503}}
+        )
+    elif fault == "model_hang":
+        steps.append({"session": marker, "match": first, "fault": {"kind": "hang"}})
+    tool_step: dict[str, Any] = {
+        "session": marker,
+        "match": first,
+        "text": f"Opening step {n}.",
+        "tool_calls": [
+            {"name": "new_tab", "arguments": {"url": _url(s, n)}},
+            {"name": "note_set", "arguments": {"key": f"s{s}", "value": str(n)}},
+        ],
+    }
+    if fault == "model_disconnect":
+        tool_step["fault"] = {"kind": "disconnect", "after_chunks": 3}
+    steps.append(tool_step)
+    steps.append(
+        {
+            "session": marker,
+            "match": {"user_contains": _tag(n), "tool_result": True},
+            "text": f"Done with step {n}.",
+        }
+    )
+    return steps
 
 
 def _fds() -> int:
@@ -288,6 +290,34 @@ def _rss() -> int:
         import resource
 
         return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def daemon_growth(report: ChaosReport) -> int:
+    """RSS growth from warm to end less the growth of the harness's own records."""
+    return (report.rss[1] - report.rss[0]) - (report.harness[1] - report.harness[0])
+
+
+def deep_size(root: object) -> int:
+    """Bytes held by *root* and everything it reaches through containers and slotted records
+    (each object counted once; shared immortal objects such as None and small ints excluded)."""
+    seen: set[int] = set()
+    total = 0
+    stack = [root]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or obj is None or isinstance(obj, bool):
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        if isinstance(obj, dict):
+            stack.extend(obj.keys())
+            stack.extend(obj.values())
+        elif isinstance(obj, list | tuple | set | frozenset):
+            stack.extend(obj)
+        elif hasattr(type(obj), "__slots__") and not isinstance(obj, str | bytes | int | float):
+            slots: tuple[str, ...] = getattr(type(obj), "__slots__", ())
+            stack.extend(getattr(obj, name, None) for name in slots)
+    return total
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -332,9 +362,6 @@ class _Run:
         self.session_peer: dict[str, tuple[PeerLike, int]] = {}
         self.server: DaemonServer | None = None
         self.model: ScriptedModelServer | None = None
-        # Enough turns to keep every session busy for the whole run (turns take ~50 ms here):
-        # a fault late in the run must still have turns after it to recover with.
-        self.turns_per_session = max(40, int(opts.duration * 12))
         self.model_faults: dict[tuple[int, int], str] = {}
         self.stop_sending = 0.0
 
@@ -354,8 +381,7 @@ class _Run:
 
     async def _start(self) -> None:
         self._draw_model_faults()
-        script = build_script(self.opts.sessions, self.turns_per_session, self.model_faults)
-        self.model = ScriptedModelServer(script, keep_bodies=False)
+        self.model = ScriptedModelServer(SCRIPT_HEAD, keep_bodies=False)
         base_url = await self.model.start()
         self.home.mkdir(parents=True, exist_ok=True)
         (self.home / "config.toml").write_text(
@@ -401,13 +427,10 @@ class _Run:
         number = 0
         while time.monotonic() < self.stop_sending:
             number += 1
-            if number > self.turns_per_session:
-                break
+            assert self.model is not None
+            self.model.extend(turn_steps(index, number, self.model_faults.get((index, number))))
             rec = peer.send_chat(sid, number, f"{_marker(index)} please do {_tag(number)}")
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.opts.turn_deadline):
-                    await rec.done.wait()
-            if not rec.done.is_set():
+            if not await self.recorder.wait_end(rec, self.opts.turn_deadline):
                 self.recorder.open.pop(sid, None)  # hung: counted from its record
             await asyncio.sleep(self.rng.uniform(0.0, 0.05))
 
@@ -481,16 +504,22 @@ class _Run:
             await self._start()
             sessions = [asyncio.ensure_future(self._session(s)) for s in self.session_peer]
             faults = asyncio.ensure_future(self._faults())
-            await asyncio.sleep(min(3.0, 0.15 * self.opts.duration))
-            warm = (_fds(), _rss())
+            # Warm: after the first faults and once the caches are full (the store keeps up to
+            # 64 open chats), not before.
+            await asyncio.sleep(min(60.0, 0.15 * self.opts.duration))
+            warm = (_fds(), _rss(), self._harness_bytes())
+            sampler = asyncio.ensure_future(self._sample_rss(report, started))
             await asyncio.gather(*sessions)
             faults.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await faults
+            sampler.cancel()
+            for task in (faults, sampler):
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await asyncio.sleep(1.0)  # late extra ends, if any, arrive now
-            end = (_fds(), _rss())
+            end = (_fds(), _rss(), self._harness_bytes())
             report.fds = (warm[0], end[0])
             report.rss = (warm[1], end[1])
+            report.harness = (warm[2], end[2])
         finally:
             for peer in self.peers:
                 await peer.close()
@@ -503,6 +532,27 @@ class _Run:
                 await self.model.stop()
         self._check(report)
         return report
+
+    async def _sample_rss(self, report: ChaosReport, started: float) -> None:
+        every = max(5.0, self.opts.duration / 60)
+        while True:
+            report.rss_samples.append((time.monotonic() - started, _rss()))
+            await asyncio.sleep(every)
+
+    def _harness_bytes(self) -> int:
+        """What the harness's records hold (they grow with the turns; the daemon's do not)."""
+        rec = self.recorder
+        roots: list[object] = [
+            rec.turns,
+            rec.ended_turn_ids,
+            rec.tool_outcomes,
+            rec.extra_ends,
+            self.injected,
+            *(p.browser.executed for p in self.peers),
+        ]
+        if self.model is not None:
+            roots.append(self.model.served_faults)
+        return deep_size(roots)
 
     # -- the invariants -------------------------------------------------------------------------
 
@@ -533,10 +583,18 @@ class _Run:
             self.injected += served
             if served:
                 report.faults_injected[kind] = len(served)
-        for t in turns:
-            if t.ends == 0:
+        hung_turns = [t for t in turns if t.ends == 0]
+        if hung_turns:
+            journals = self._journals()
+            for t in hung_turns:
+                trail = [
+                    str(r.get("k"))
+                    for r in journals.get(t.session_id, [])
+                    if r.get("turn") == t.turn_id
+                ]
                 report.problems.append(
-                    f"hung: {t.turn_id} (no end in {self.opts.turn_deadline:g} s)"
+                    f"hung: {t.turn_id} (no end in {self.opts.turn_deadline:g} s; journal: "
+                    f"{' '.join(trail) or 'nothing'})"
                 )
         for sid, kind, _ in rec.extra_ends:
             report.problems.append(f"extra {kind} for {sid} (no chat.send open)")
@@ -557,7 +615,7 @@ class _Run:
             "journaled": report.not_journaled == 0,
             "recovered": report.lost == 0,
             "flat": report.fds[1] - report.fds[0] <= FD_SLACK
-            and report.rss[1] - report.rss[0] <= RSS_SLACK_BYTES,
+            and daemon_growth(report) <= RSS_SLACK_BYTES,
         }
         if not report.invariants["flat"]:
             report.problems.append(f"fds {report.fds}, rss {report.rss}")
@@ -565,15 +623,16 @@ class _Run:
     def _model_faults_served(self, kind: str) -> list[_Injected]:
         """The scripted model faults of *kind* that a request reached (at its arrival time)."""
         assert self.model is not None
+        wanted = {
+            (_marker(s), _tag(n)): f"session {s} turn {n}"
+            for (s, n), k in self.model_faults.items()
+            if k == kind
+        }
         served: list[_Injected] = []
-        wanted = [(s, n) for (s, n), k in self.model_faults.items() if k == kind]
-        for s, n in wanted:
-            needle = f"{_marker(s)} please do {_tag(n)}"
-            for body, at in zip(self.model.requests, self.model.request_times, strict=False):
-                users = [m for m in body.get("messages", []) if m.get("role") == "user"]
-                if users and needle in str(users[-1].get("content")):
-                    served.append(_Injected(kind, at, f"session {s} turn {n}"))
-                    break
+        for at, step in self.model.served_faults:
+            where = wanted.pop((step.session or "", step.user_contains or ""), None)
+            if where is not None:
+                served.append(_Injected(kind, at, where))
         return served
 
     def _duplicates(self, executed: list[Executed], report: ChaosReport) -> int:
@@ -611,7 +670,7 @@ class _Run:
                 continue  # a chat the journal lost is reported by the journal check
             result = results.get(str(call.get("id")))
             journaled = result.get("outcome") if result else None
-            shown = self.recorder.tool_results.get(str(call.get("id")), {}).get("outcome")
+            shown = self.recorder.tool_outcomes.get(str(call.get("id")))
             outcomes = {o for o in (journaled, shown) if o is not None}
             wrong = "error" in outcomes or (e.delivered is False and "ok" in outcomes)
             if wrong:
@@ -695,7 +754,13 @@ def format_table(report: ChaosReport) -> str:
         f"extra ends {report.extra_ends}   page-changing executed {report.page_changing_executed}",
         f"open fds {report.fds[0]} -> {report.fds[1]}   "
         f"rss {report.rss[0] // 2**20} -> {report.rss[1] // 2**20} MiB"
-        + ("  (the daemon's)" if report.mode == "process" else ""),
+        + ("  (the daemon's)" if report.mode == "process" else "")
+        + (
+            f" (the harness's records: {report.harness[0] // 2**20} -> "
+            f"{report.harness[1] // 2**20} MiB)"
+            if report.harness[1]
+            else ""
+        ),
     ]
     if report.processes:
         lines.append("processes " + "   ".join(f"{k} {v}" for k, v in report.processes.items()))

@@ -26,7 +26,7 @@ import random
 import struct
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +71,6 @@ class TurnRecord:
     end_type: str | None = None
     code: str | None = None
     ends: int = 0
-    done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 @dataclass(slots=True)
@@ -90,7 +89,11 @@ class Executed:
 
 
 class Recorder:
-    """What the panels saw, shared by every peer of a run."""
+    """What the panels saw, shared by every peer of a run.
+
+    It keeps a few small fields per turn (a one-hour soak runs ~100k turns in the same process as
+    the daemon it measures for flat memory): the end, and each tool call's outcome.
+    """
 
     def __init__(self) -> None:
         self.ended_turn_ids: set[str] = set()
@@ -98,14 +101,33 @@ class Recorder:
         self.turns: list[TurnRecord] = []
         self.open: dict[str, TurnRecord] = {}
         self.extra_ends: list[tuple[str, str, float]] = []
-        self.tool_calls: dict[str, dict[str, Any]] = {}
-        self.tool_results: dict[str, dict[str, Any]] = {}
+        self.tool_outcomes: dict[str, str] = {}  # callId -> outcome shown in the panel
+        self._waiting: dict[str, asyncio.Event] = {}  # turnId -> set at its first end
 
     def sent(self, session_id: str, turn_id: str, number: int) -> TurnRecord:
         rec = TurnRecord(session_id, turn_id, number, time.monotonic())
         self.turns.append(rec)
         self.open[session_id] = rec
+        self._waiting[turn_id] = asyncio.Event()
         return rec
+
+    async def wait_end(self, rec: TurnRecord, deadline: float) -> bool:
+        """Wait up to *deadline* seconds for *rec*'s first end; False if none came."""
+        event = self._waiting.get(rec.turn_id)
+        if event is not None:
+            try:
+                async with asyncio.timeout(deadline):
+                    await event.wait()
+            except TimeoutError:
+                pass
+            finally:
+                self._waiting.pop(rec.turn_id, None)
+        return rec.ends > 0
+
+    def tool_result(self, msg: dict[str, Any]) -> None:
+        outcome = msg.get("outcome")
+        if isinstance(outcome, str):
+            self.tool_outcomes[str(msg.get("callId"))] = outcome
 
     def ended(
         self, session_id: str, end_type: str, code: str | None, turn_id: str | None = None
@@ -130,7 +152,12 @@ class Recorder:
         rec.end_type = end_type
         rec.code = code
         rec.ended_at = time.monotonic()
-        rec.done.set()
+        event = self._waiting.get(rec.turn_id)
+        if event is not None:
+            event.set()
+
+
+MAX_TABS = 40
 
 
 class FakeBrowser:
@@ -142,7 +169,14 @@ class FakeBrowser:
         }
         self.active = 1
         self._ids = itertools.count(2)
-        self.executed: list[Executed] = []
+        self.executed: list[Executed] = []  # page-changing commands
+        self.reads = 0  # other commands
+
+    def _record(self, rec: Executed) -> None:
+        if rec.page_changing:  # what the invariants look at; the rest is only counted
+            self.executed.append(rec)
+        else:
+            self.reads += 1
 
     def _info(self, tab_id: int) -> dict[str, Any]:
         return {**self.tabs[tab_id], "active": tab_id == self.active}
@@ -158,7 +192,7 @@ class FakeBrowser:
             changing = method in PAGE_CHANGING_CDP or method.startswith("Input.")
             params = msg.get("params") or {}
             rec = Executed(call_id, sid, method, str(params.get("url", "")), changing, now)
-            self.executed.append(rec)
+            self._record(rec)
             tab_id = msg.get("tabId")
             if method == "Page.close" and isinstance(tab_id, int):
                 self.tabs.pop(tab_id, None)
@@ -169,10 +203,12 @@ class FakeBrowser:
         changing = kind in ("tab.new", "tab.close")
         key = str(msg.get("url") or msg.get("tabId") or "")
         rec = Executed(call_id, sid, kind, key, changing, now)
-        self.executed.append(rec)
+        self._record(rec)
         if kind == "tab.new":
             tab_id = next(self._ids)
             self.tabs[tab_id] = {"tabId": tab_id, "url": key, "title": key, "windowId": 1}
+            while len(self.tabs) > MAX_TABS:  # the user closes old tabs, as people do
+                self.tabs.pop(next(iter(self.tabs)))
             if msg.get("active", True) is not False:
                 self.active = tab_id
             return rec, True, self._info(tab_id)
@@ -444,10 +480,8 @@ class ChaosPeer:
         elif kind in ("chat.done", "chat.error") and sid in self.ready:
             turn = msg.get("turnId")
             self.recorder.ended(sid, kind, msg.get("code"), turn if isinstance(turn, str) else None)
-        elif kind == "chat.tool_call":
-            self.recorder.tool_calls[str(msg.get("callId"))] = msg
         elif kind == "chat.tool_result":
-            self.recorder.tool_results[str(msg.get("callId"))] = msg
+            self.recorder.tool_result(msg)
         elif kind == "session.ready" and sid in self.ready:
             self.ready[sid].set()
         elif kind == "approval.request":

@@ -52,13 +52,14 @@ from nativehost.chaos import (
     FD_SLACK,
     PROCESS_FAULTS,
     RSS_SLACK_BYTES,
+    SCRIPT_HEAD,
     ChaosOptions,
     ChaosReport,
     _Injected,
     _marker,
     _Run,
     _tag,
-    build_script,
+    turn_steps,
 )
 from nativehost.chaos_peer import ORIGIN, FakeBrowser, Recorder, TurnRecord
 from nativehost.daemon import pid_path
@@ -393,10 +394,8 @@ class ProcessPeer:
         elif kind in ("chat.done", "chat.error") and sid in self.ready:
             turn = msg.get("turnId")
             self.recorder.ended(sid, kind, msg.get("code"), turn if isinstance(turn, str) else None)
-        elif kind == "chat.tool_call":
-            self.recorder.tool_calls[str(msg.get("callId"))] = msg
         elif kind == "chat.tool_result":
-            self.recorder.tool_results[str(msg.get("callId"))] = msg
+            self.recorder.tool_result(msg)
         elif kind == "session.ready" and sid in self.ready:
             self.ready[sid].set()
         elif kind == "approval.request":
@@ -488,7 +487,6 @@ class _ProcessRun(_Run):
 
     def __init__(self, opts: ChaosOptions, home: Path) -> None:
         super().__init__(opts, home)
-        self.turns_per_session = max(40, int(opts.duration * 6))
         self.process_peers: list[ProcessPeer] = []
         self.daemon_pids: list[int] = []
         self.relay_kills = 0
@@ -505,8 +503,7 @@ class _ProcessRun(_Run):
         return env
 
     async def _start(self) -> None:
-        script = build_script(self.opts.sessions, self.turns_per_session, {})
-        self.model = ScriptedModelServer(script, keep_bodies=False)
+        self.model = ScriptedModelServer(SCRIPT_HEAD, keep_bodies=False)
         base_url = await self.model.start()
         self.home.mkdir(parents=True, exist_ok=True)
         (self.home / "config.toml").write_text(
@@ -566,13 +563,12 @@ class _ProcessRun(_Run):
         peer, index = self.session_peer[sid]
         await peer.wait_ready(sid, 30.0)
         number = 0
-        while time.monotonic() < self.stop_sending and number < self.turns_per_session:
+        while time.monotonic() < self.stop_sending:
             number += 1
+            assert self.model is not None
+            self.model.extend(turn_steps(index, number))
             rec = peer.send_chat(sid, number, f"{_marker(index)} please do {_tag(number)}")
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.opts.turn_deadline):
-                    await rec.done.wait()
-            if not rec.done.is_set():
+            if not await self.recorder.wait_end(rec, self.opts.turn_deadline):
                 self.recorder.open.pop(sid, None)  # hung: counted from its record
             pause = AFTER_ERROR_S if rec.end_type == "chat.error" else 0.05
             await asyncio.sleep(self.rng.uniform(0.0, pause))

@@ -75,9 +75,12 @@ scripted deterministically. When no step fits, the answer is HTTP 500 with an er
 that the script is exhausted.
 
 Observability for tests: :attr:`ScriptedModelServer.requests` holds every request body received,
-:attr:`~ScriptedModelServer.request_times` their arrival (loop time), and
+:attr:`~ScriptedModelServer.request_times` their arrival (loop time) (both empty with
+``keep_bodies=False``, for long runs; ``request_count`` always counts),
+:attr:`~ScriptedModelServer.served_faults` the steps with a fault that a request reached, and
 :attr:`~ScriptedModelServer.client_disconnected` is set when a client goes away before its
-response was complete (``disconnect_count`` counts them).
+response was complete (``disconnect_count`` counts them). A running server takes more steps with
+:meth:`~ScriptedModelServer.extend` (a long run scripts each turn just before it starts).
 
 The server binds 127.0.0.1 by default.
 """
@@ -299,11 +302,21 @@ def _message_text(message: Mapping[str, Any]) -> str:
 
 
 class _Queue:
-    """The remaining steps and the rule that picks one for a request (pure)."""
+    """The remaining steps and the rule that picks one for a request (pure).
+
+    Steps are kept per session marker, so a request only looks at its own session's steps.
+    """
 
     def __init__(self, steps: Sequence[Step]) -> None:
-        self._remaining: list[list[Any]] = [[s, s.repeat] for s in steps]
-        self._markers = list(dict.fromkeys(s.session for s in steps if s.session))
+        self._by_session: dict[str | None, list[list[Any]]] = {}
+        self._markers: list[str] = []
+        self.extend(steps)
+
+    def extend(self, steps: Sequence[Step]) -> None:
+        for s in steps:
+            if s.session and s.session not in self._by_session:
+                self._markers.append(s.session)
+            self._by_session.setdefault(s.session, []).append([s, s.repeat])
 
     def take(self, messages: Sequence[Mapping[str, Any]]) -> Step | None:
         prompt = " ".join(
@@ -313,25 +326,18 @@ class _Queue:
         users = [m for m in messages if m.get("role") == "user"]
         last_user = _message_text(users[-1]) if users else ""
         last_is_tool = bool(messages) and messages[-1].get("role") == "tool"
-        for entry in self._remaining:
+        remaining = self._by_session.get(session, [])
+        for entry in remaining:
             step: Step = entry[0]
-            if step.session != session:
-                continue
             if step.user_contains is not None and step.user_contains not in last_user:
                 continue
             if step.tool_result is not None and step.tool_result != last_is_tool:
                 continue
             entry[1] -= 1
             if entry[1] == 0:
-                self._remaining.remove(entry)
+                remaining.remove(entry)
             return step
         return None
-
-
-def _slim(body: dict[str, Any]) -> dict[str, Any]:
-    """A request reduced to its last user message (see ``keep_bodies``)."""
-    users = [m for m in body.get("messages", []) if isinstance(m, dict) and m.get("role") == "user"]
-    return {"messages": users[-1:]}
 
 
 class ScriptedModelServer:
@@ -348,11 +354,14 @@ class ScriptedModelServer:
         keep_bodies: bool = True,
     ) -> None:
         self.script = Script.echo() if script is None else load_script(script)
-        #: With ``keep_bodies=False`` (long runs, e.g. a soak) each recorded request keeps only
-        #: its last user message, so the record does not grow with the conversations.
+        #: With ``keep_bodies=False`` (long runs, e.g. a soak) no request is kept, so the
+        #: server's memory does not grow with the run; ``request_count`` still counts them.
         self.keep_bodies = keep_bodies
         self.requests: list[dict[str, Any]] = []
         self.request_times: list[float] = []
+        self.request_count = 0
+        #: (arrival in loop time, step) for every step with a fault that a request reached.
+        self.served_faults: list[tuple[float, Step]] = []
         self.client_disconnected = asyncio.Event()
         self.disconnect_count = 0
         self._queue = _Queue(self.script.steps)
@@ -438,14 +447,13 @@ class ScriptedModelServer:
             return _error(400, "request body is not JSON", "invalid_request_error")
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return _error(400, "'messages' is required", "invalid_request_error")
-        self.requests.append(body if self.keep_bodies else _slim(body))
-        self.request_times.append(asyncio.get_running_loop().time())
+        self._record(body)
         if not self._authorized(request):
             return _error(401, "Incorrect API key provided.", "invalid_request_error")
         messages: list[dict[str, Any]] = body["messages"]
         step = self._answer_for(messages)
         if step is None:
-            number = len(self.requests)
+            number = self.request_count
             return _error(
                 500, f"scripted model server: script exhausted (no step left for request {number})"
             )
@@ -468,6 +476,16 @@ class ScriptedModelServer:
             self._note_disconnect()
             raise
 
+    def extend(self, steps: Sequence[object]) -> None:
+        """Append *steps* (raw step objects, as in a script's ``steps``) to the running script."""
+        self._queue.extend([_parse_step(s, f"extend[{n}]") for n, s in enumerate(steps)])
+
+    def _record(self, body: dict[str, Any]) -> None:
+        self.request_count += 1
+        if self.keep_bodies:
+            self.requests.append(body)
+            self.request_times.append(asyncio.get_running_loop().time())
+
     def _note_disconnect(self) -> None:
         if not self._stopping.is_set():
             self.disconnect_count += 1
@@ -477,7 +495,10 @@ class ScriptedModelServer:
         if self.script.mode == "echo":
             users = [m for m in messages if m.get("role") == "user"]
             return Step(text=_split_words(_message_text(users[-1]) if users else ""))
-        return self._queue.take(messages)
+        step = self._queue.take(messages)
+        if step is not None and step.faults:
+            self.served_faults.append((asyncio.get_running_loop().time(), step))
+        return step
 
     async def _complete(self, request: web.Request, step: Step, model: str) -> web.StreamResponse:
         delay = step.fault("delay")
@@ -589,15 +610,14 @@ class ScriptedModelServer:
             return _anthropic_error(400, "request body is not JSON")
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return _anthropic_error(400, "messages: Field required")
-        self.requests.append(body if self.keep_bodies else _slim(body))
-        self.request_times.append(asyncio.get_running_loop().time())
+        self._record(body)
         if not self._authorized(request):
             return _anthropic_error(401, "invalid x-api-key")
         if not isinstance(body.get("max_tokens"), int):
             return _anthropic_error(400, "max_tokens: Field required")
         step = self._answer_for(_openai_view(body))
         if step is None:
-            number = len(self.requests)
+            number = self.request_count
             return _anthropic_error(
                 500, f"scripted model server: script exhausted (no step left for request {number})"
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from typing import Any
 
 import pytest
@@ -255,6 +256,36 @@ async def test_a_send_that_cannot_be_written_fails_with_connection_lost_outcome_
         await proxy.cdp("s", 1, "X", None, page_changing=True, timeout=1, owner_id=None)
     assert info.value.code is ErrorCode.CONNECTION_LOST
     assert info.value.outcome == "error"  # never sent, so it definitely did not happen
+
+
+async def test_connection_lost_during_a_send_leaves_no_unretrieved_exception() -> None:
+    loop = asyncio.get_running_loop()
+    unhandled: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: unhandled.append(context))
+    sending = asyncio.Event()
+    release = asyncio.Event()
+
+    async def slow_send(_msg: BaseModel) -> bool:
+        sending.set()
+        await release.wait()
+        return False  # the link went away while the frame was being written
+
+    proxy = CdpProxy(slow_send, protocol=2)
+    call = asyncio.create_task(proxy.tab("s", "tab.getActive", {}, timeout=5, owner_id=None))
+    await sending.wait()
+    proxy.connection_lost()  # fails the call's future before the send returns
+    release.set()
+    codes = []
+    try:
+        await call
+    except BrowserCallError as exc:
+        codes.append(exc.code)  # the traceback (and the future it holds) goes with the block
+    assert codes == [ErrorCode.CONNECTION_LOST]
+    del call
+    gc.collect()
+    await asyncio.sleep(0)
+    loop.set_exception_handler(None)
+    assert unhandled == []  # was: "Future exception was never retrieved" (seen in a chaos run)
 
 
 async def test_v1_tab_close_becomes_cdp_send_page_close() -> None:

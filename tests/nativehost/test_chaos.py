@@ -14,11 +14,13 @@ from nativehost.chaos import (
     IN_PROCESS_FAULTS,
     ChaosOptions,
     ChaosReport,
-    build_script,
+    deep_size,
     format_table,
     main,
     run_chaos,
+    turn_steps,
 )
+from nativehost.chaos_peer import TurnRecord
 from nativehost.model_server import load_script
 
 CI_SEED = 1
@@ -78,7 +80,22 @@ def test_a_turn_completed_after_every_fault(report: ChaosReport) -> None:
 
 
 def test_open_fds_and_memory_stay_flat(report: ChaosReport) -> None:
-    assert report.invariants["flat"], (report.fds, report.rss)
+    assert report.invariants["flat"], (report.fds, report.rss, report.harness)
+    # The harness's own records are measured (and left out of the daemon's growth); memory is
+    # sampled over the run for the soak's curve.
+    assert 0 < report.harness[0] < report.harness[1]
+    assert len(report.rss_samples) >= 5
+    assert all(b > 0 for _, b in report.rss_samples)
+
+
+def test_deep_size_counts_records_once_through_containers_and_slots() -> None:
+    shared = "x" * 1000
+    one = TurnRecord("s", shared, 1, 0.0)
+    two = TurnRecord("s", shared, 2, 0.0)
+    alone = deep_size([one])
+    assert alone > 1000  # the string is reached through the slotted record
+    assert deep_size([one, two]) < 2 * alone  # ... and counted once
+    assert deep_size({"k": [one]}) > alone
 
 
 def test_the_report_has_json_and_a_table(report: ChaosReport) -> None:
@@ -92,9 +109,12 @@ def test_the_report_has_json_and_a_table(report: ChaosReport) -> None:
 
 
 def test_the_script_gives_every_turn_a_tool_step_and_an_answer() -> None:
-    script = load_script(build_script(2, 3, {(1, 2): "model_5xx"}))
-    assert len(script.steps) == 2 * 3 * 2 + 1
-    assert script.steps[0].tool_calls[0].name == "new_tab"
+    plain = load_script({"steps": turn_steps(0, 3)}).steps
+    assert [len(s.tool_calls) for s in plain] == [2, 0]
+    assert plain[0].tool_calls[0].name == "new_tab" and plain[0].session == plain[1].session
+    faulty = load_script({"steps": turn_steps(1, 2, "model_5xx")}).steps
+    assert len(faulty) == 3 and faulty[0].faults[0].status == 503
+    assert faulty[0].user_contains == faulty[1].user_contains != plain[0].user_contains
 
 
 @pytest.mark.timeout(60)

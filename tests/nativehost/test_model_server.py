@@ -188,6 +188,28 @@ async def test_repeat_serves_a_step_several_times() -> None:
     assert statuses == [200, 200, 500]
 
 
+async def test_extend_adds_steps_to_a_running_server_without_keeping_bodies() -> None:
+    server = ScriptedModelServer({"steps": [step("first")]}, keep_bodies=False)
+    await server.start()
+    try:
+        assert (await post(server.base_url, chat("a")))[0] == 200
+        assert (await post(server.base_url, chat("b")))[0] == 500  # exhausted until extended
+        server.extend(
+            [step("second", session="[s-1]"), step(fault={"kind": "status", "status": 503})]
+        )
+        marked = {"model": "m", "messages": [{"role": "user", "content": "[s-1] go"}]}
+        _, raw = await post(server.base_url, {**marked, "stream": False})
+        status, _ = await post(server.base_url, chat("c"))
+        with pytest.raises(ScriptError, match=r"extend\[0\]"):
+            server.extend([{"txt": "typo"}])
+    finally:
+        await server.stop()
+    assert json.loads(raw)["choices"][0]["message"]["content"] == "second"
+    assert status == 503
+    assert server.request_count == 4 and server.requests == [] and server.request_times == []
+    assert [s.faults[0].status for _, s in server.served_faults] == [503]
+
+
 async def test_echo_mode_answers_with_the_users_text() -> None:
     async with running(None) as server:
         _, raw = await post(server.base_url, chat("echo me please", stream=False))
