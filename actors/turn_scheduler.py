@@ -57,6 +57,9 @@ log = logging.getLogger(__name__)
 
 #: Waiting turns this near the front hear every change of their place in line.
 EXACT_POSITIONS = 10
+#: Place-in-line updates go out at most this often (seconds): a busy line moves many times a
+#: second, and a panel needs its number, not every step of it.
+POSITION_INTERVAL = 0.25
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -243,8 +246,12 @@ class TurnScheduler(Actor[SchedulerMsg]):
         notify_queued: NotifyQueued,
         limit: int = 4,
         same_session: str = "queue",
+        position_interval: float = POSITION_INTERVAL,
     ) -> None:
         self.queue = TurnQueue(limit, same_session=same_session)
+        self.position_interval = position_interval
+        self._last_report = float("-inf")  # loop time of the last place-in-line round
+        self._report_due: asyncio.Task[None] | None = None
         self._launch = launch
         self._end_queued = end_queued
         self._notify_queued = notify_queued
@@ -284,7 +291,26 @@ class TurnScheduler(Actor[SchedulerMsg]):
         for ticket in tickets:
             await self._start(ticket)
         if tickets:
+            await self._line_moved()
+
+    async def _line_moved(self) -> None:
+        """The line moved: report places now, or once ``position_interval`` has passed since the
+        last round (one round covers every move in between)."""
+        if self._report_due is not None:
+            return  # a round is already due and will see this move
+        wait = self._last_report + self.position_interval - asyncio.get_running_loop().time()
+        if wait <= 0:
             await self._report_positions()
+        else:
+            self._report_due = asyncio.ensure_future(self._report_later(wait))
+
+    async def _report_later(self, wait: float) -> None:
+        await asyncio.sleep(wait)
+        self._report_due = None
+        try:
+            await self._report_positions()
+        except Exception:  # a panel's connection may be gone; its turn ends on its own path
+            log.exception("could not report places in line")
 
     async def _report_positions(self) -> None:
         """Tell waiting v2 turns their new place in line.
@@ -293,7 +319,9 @@ class TurnScheduler(Actor[SchedulerMsg]):
         O(n^2) frames with n turns waiting (bench/bench_turns.py). A turn hears of its new place
         when it is near the front (within ``EXACT_POSITIONS``) or has moved up by a tenth since
         the last place it was told: what a panel shows is never far off, and the frames stay few.
+        Rounds are at most ``position_interval`` apart (:meth:`_line_moved`).
         """
+        self._last_report = asyncio.get_running_loop().time()
         for position, ticket in enumerate(self.queue.waiting(), 1):
             if ticket.protocol < 2:
                 continue
@@ -317,7 +345,7 @@ class TurnScheduler(Actor[SchedulerMsg]):
                 self.cancel_reasons[ticket.turn_id] = reason
                 task.cancel()
         if removed:
-            await self._report_positions()
+            await self._line_moved()
 
     async def on_stop(self) -> None:
         await self._fail_held()
@@ -329,6 +357,9 @@ class TurnScheduler(Actor[SchedulerMsg]):
     async def _fail_held(self) -> None:
         """A stopping or crashed scheduler fails what it holds with a definite end: waiting
         turns get ``chat.error`` here; running ones are cancelled and end themselves."""
+        if self._report_due is not None:
+            self._report_due.cancel()
+            self._report_due = None
         for ticket in self.queue.waiting():
             try:
                 await self._end_queued(ticket, ErrorCode.INTERNAL)

@@ -100,7 +100,13 @@ async def test_waiting_turns_hear_their_place_near_the_front_and_on_big_moves_on
         told.append((ticket.turn_id, position))
 
     ref = await spawn(
-        TurnScheduler(launch=launch, end_queued=end_queued, notify_queued=notify, limit=1),
+        TurnScheduler(
+            launch=launch,
+            end_queued=end_queued,
+            notify_queued=notify,
+            limit=1,
+            position_interval=0.0,  # every round at once: this test is about which turns hear
+        ),
         name="sched",
     )
     try:
@@ -117,6 +123,64 @@ async def test_waiting_turns_hear_their_place_near_the_front_and_on_big_moves_on
         assert all(b <= a * 0.9 for a, b in itertools.pairwise(last))
         assert by_turn["t21"][-3:] == [3, 2, 1]  # near the front: every place
         assert len(told) < 20 * 20  # far fewer than one frame per waiting turn per start
+    finally:
+        for task in tasks:
+            task.cancel()
+        await ref.stop()
+
+
+async def test_a_fast_moving_line_is_reported_in_rounds_that_end_on_the_true_places() -> None:
+    import asyncio
+
+    from actors.runtime import spawn
+    from actors.turn_scheduler import SubmitTurn, TurnEnded, TurnScheduler
+
+    told: list[tuple[str, int]] = []
+    arrived = asyncio.Event()
+    tasks: list[asyncio.Task[None]] = []
+
+    async def launch(ticket: TurnTicket) -> asyncio.Task[None]:
+        task = asyncio.ensure_future(asyncio.sleep(3600))
+        tasks.append(task)
+        return task
+
+    async def end_queued(ticket: TurnTicket, code: ErrorCode) -> None:
+        raise AssertionError("nothing is cancelled here")
+
+    async def notify(ticket: TurnTicket, position: int) -> None:
+        told.append((ticket.turn_id, position))
+        arrived.set()
+
+    ref = await spawn(
+        TurnScheduler(
+            launch=launch,
+            end_queued=end_queued,
+            notify_queued=notify,
+            limit=1,
+            position_interval=0.2,
+        ),
+        name="sched",
+    )
+    try:
+        for i in range(30):
+            await ref.ask(SubmitTurn(ticket=t(f"t{i}", f"s{i}")), timeout=2)
+        for i in range(20):  # 20 starts in a burst, far inside one interval
+            await ref.ask(TurnEnded(turn_id=f"t{i}"), timeout=2)
+        last: dict[str, int] = {}
+
+        def settled() -> bool:
+            last.update(told)
+            return all(last.get(f"t{i}") == i - 20 for i in range(21, 30))
+
+        async with asyncio.timeout(2):
+            while not settled():
+                arrived.clear()
+                await arrived.wait()
+        # The burst moved every waiting turn 20 places: the first move was reported at once (to
+        # the 10 turns then near the front), the other 19 moves in one round, with the places
+        # the 9 still waiting have now. One round per move would have sent about 200 frames.
+        assert [p for turn, p in told if turn == "t25"] == [5]
+        assert len(told) == 10 + 9
     finally:
         for task in tasks:
             task.cancel()
