@@ -1,10 +1,25 @@
-"""The turn queue's rules, step by step (no asyncio)."""
+"""The turn queue's rules, step by step (no asyncio); then the scheduler's place-in-line reports."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
 
-from actors.turn_scheduler import Queued, Refused, Start, TurnQueue, TurnTicket
+from actors.runtime import spawn
+from actors.turn_scheduler import (
+    Queued,
+    Refused,
+    Start,
+    SubmitTurn,
+    TurnEnded,
+    TurnQueue,
+    TurnScheduler,
+    TurnTicket,
+)
 from messages.errors import ErrorCode
 
 
@@ -79,13 +94,24 @@ def test_dropping_a_link_returns_its_queued_and_running_turns_only() -> None:
     assert q.finish("a") == [t("b", "s2", link=2)]
 
 
-async def test_waiting_turns_hear_their_place_near_the_front_and_on_big_moves_only() -> None:
-    import asyncio
+@dataclass
+class Line:
+    """A scheduler whose turns run until the test ends them; what each waiting turn was told."""
 
-    from actors.runtime import spawn
-    from actors.turn_scheduler import SubmitTurn, TurnEnded, TurnScheduler
+    ref: Any = None
+    told: list[tuple[str, int]] = field(default_factory=list)
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
-    told: list[tuple[str, int]] = []
+    async def submit_and_end(self, waiting: int, ended: int) -> None:
+        for i in range(waiting):
+            await self.ref.ask(SubmitTurn(ticket=t(f"t{i}", f"s{i}")), timeout=2)
+        for i in range(ended):
+            await self.ref.ask(TurnEnded(turn_id=f"t{i}"), timeout=2)
+
+
+@asynccontextmanager
+async def line(position_interval: float) -> AsyncIterator[Line]:
+    result = Line()
     tasks: list[asyncio.Task[None]] = []
 
     async def launch(ticket: TurnTicket) -> asyncio.Task[None]:
@@ -94,94 +120,57 @@ async def test_waiting_turns_hear_their_place_near_the_front_and_on_big_moves_on
         return task
 
     async def end_queued(ticket: TurnTicket, code: ErrorCode) -> None:
-        raise AssertionError("nothing is cancelled here")
+        pass  # only when the scheduler stops at the end of the test
 
     async def notify(ticket: TurnTicket, position: int) -> None:
-        told.append((ticket.turn_id, position))
+        result.told.append((ticket.turn_id, position))
+        result.arrived.set()
 
-    ref = await spawn(
-        TurnScheduler(
-            launch=launch,
-            end_queued=end_queued,
-            notify_queued=notify,
-            limit=1,
-            position_interval=0.0,  # every round at once: this test is about which turns hear
-        ),
-        name="sched",
+    scheduler = TurnScheduler(
+        launch=launch,
+        end_queued=end_queued,
+        notify_queued=notify,
+        limit=1,
+        position_interval=position_interval,
     )
+    result.ref = await spawn(scheduler, name="sched")
     try:
-        for i in range(40):
-            await ref.ask(SubmitTurn(ticket=t(f"t{i}", f"s{i}")), timeout=2)
-        for i in range(20):
-            await ref.ask(TurnEnded(turn_id=f"t{i}"), timeout=2)
-        by_turn: dict[str, list[int]] = {}
-        for turn, pos in told:
-            by_turn.setdefault(turn, []).append(pos)
-        # The last in line (position 39 at submit) was told only on big moves, never more
-        # than a tenth away from the truth; the front ones saw every step.
-        last = by_turn["t39"]
-        assert all(b <= a * 0.9 for a, b in itertools.pairwise(last))
-        assert by_turn["t21"][-3:] == [3, 2, 1]  # near the front: every place
-        assert len(told) < 20 * 20  # far fewer than one frame per waiting turn per start
+        yield result
     finally:
         for task in tasks:
             task.cancel()
-        await ref.stop()
+        await result.ref.stop()
+
+
+async def test_waiting_turns_hear_their_place_near_the_front_and_on_big_moves_only() -> None:
+    async with line(position_interval=0.0) as ln:  # every round at once: who hears what
+        await ln.submit_and_end(waiting=40, ended=20)
+    by_turn: dict[str, list[int]] = {}
+    for turn, pos in ln.told:
+        by_turn.setdefault(turn, []).append(pos)
+    # The last in line (position 39 at submit) was told only on big moves, never more than a
+    # tenth away from the truth; the front ones saw every step.
+    last = by_turn["t39"]
+    assert all(b <= a * 0.9 for a, b in itertools.pairwise(last))
+    assert by_turn["t21"][-3:] == [3, 2, 1]  # near the front: every place
+    assert len(ln.told) < 20 * 20  # far fewer than one frame per waiting turn per start
 
 
 async def test_a_fast_moving_line_is_reported_in_rounds_that_end_on_the_true_places() -> None:
-    import asyncio
-
-    from actors.runtime import spawn
-    from actors.turn_scheduler import SubmitTurn, TurnEnded, TurnScheduler
-
-    told: list[tuple[str, int]] = []
-    arrived = asyncio.Event()
-    tasks: list[asyncio.Task[None]] = []
-
-    async def launch(ticket: TurnTicket) -> asyncio.Task[None]:
-        task = asyncio.ensure_future(asyncio.sleep(3600))
-        tasks.append(task)
-        return task
-
-    async def end_queued(ticket: TurnTicket, code: ErrorCode) -> None:
-        raise AssertionError("nothing is cancelled here")
-
-    async def notify(ticket: TurnTicket, position: int) -> None:
-        told.append((ticket.turn_id, position))
-        arrived.set()
-
-    ref = await spawn(
-        TurnScheduler(
-            launch=launch,
-            end_queued=end_queued,
-            notify_queued=notify,
-            limit=1,
-            position_interval=0.2,
-        ),
-        name="sched",
-    )
-    try:
-        for i in range(30):
-            await ref.ask(SubmitTurn(ticket=t(f"t{i}", f"s{i}")), timeout=2)
-        for i in range(20):  # 20 starts in a burst, far inside one interval
-            await ref.ask(TurnEnded(turn_id=f"t{i}"), timeout=2)
+    async with line(position_interval=0.2) as ln:
+        await ln.submit_and_end(waiting=30, ended=20)  # 20 starts in a burst, inside one interval
         last: dict[str, int] = {}
 
         def settled() -> bool:
-            last.update(told)
+            last.update(ln.told)
             return all(last.get(f"t{i}") == i - 20 for i in range(21, 30))
 
         async with asyncio.timeout(2):
             while not settled():
-                arrived.clear()
-                await arrived.wait()
-        # The burst moved every waiting turn 20 places: the first move was reported at once (to
-        # the 10 turns then near the front), the other 19 moves in one round, with the places
-        # the 9 still waiting have now. One round per move would have sent about 200 frames.
-        assert [p for turn, p in told if turn == "t25"] == [5]
-        assert len(told) == 10 + 9
-    finally:
-        for task in tasks:
-            task.cancel()
-        await ref.stop()
+                ln.arrived.clear()
+                await ln.arrived.wait()
+    # The burst moved every waiting turn 20 places: the first move was reported at once (to the
+    # 10 turns then near the front), the other 19 moves in one round, with the places the 9
+    # still waiting have now. One round per move would have sent about 200 frames.
+    assert [p for turn, p in ln.told if turn == "t25"] == [5]
+    assert len(ln.told) == 10 + 9
