@@ -28,7 +28,7 @@ __all__ = ["main"]
 _CALLS = 200
 _WARMUP = 50
 _BLOCK = 10
-# The expression get_page_info evaluates (actors/tools/browser.py), for the bare round trip.
+# The expression get_page_info evaluates (actors/tools/reading.py), for the bare round trip.
 _EXPR = """({url: location.href, title: document.title,
           readyState: document.readyState, viewport: [innerWidth, innerHeight],
           scroll: [scrollX, scrollY], document: [document.documentElement.scrollWidth,

@@ -27,7 +27,8 @@ from typing import Any
 
 from pydantic import Field
 
-from actors.tools.browser import _cut, _eval, _loader_id, _untrusted, _wait_loaded, key_events
+from actors.tools.browser_helpers import cut, evaluate, loader_id, untrusted, wait_loaded
+from actors.tools.keys import key_events
 from actors.tools.registry import Registry, TabSession, ToolArgs, ToolContext, ToolError, ToolOutput
 
 __all__ = ["ExtractFormArgs", "FillFormArgs", "SubmitFormArgs", "register_form_tools"]
@@ -103,7 +104,7 @@ async def _fill_one(
     ctx: ToolContext, form: str | None, key: str, value: str | bool | list[str]
 ) -> tuple[bool, str]:
     cdp = ctx.page()
-    prep = await _eval(
+    prep = await evaluate(
         cdp, _call("prepare", form, key, value), page_changing=True, timeout=ctx.timeout
     )
     if prep.get("error"):
@@ -115,14 +116,14 @@ async def _fill_one(
         label = str(prep["label"])
         if prep["click"] is not None:
             await _click(cdp, prep["click"]["x"], prep["click"]["y"], ctx.timeout)
-        check = await _eval(cdp, _call("finish", form, key, value, label), timeout=ctx.timeout)
+        check = await evaluate(cdp, _call("finish", form, key, value, label), timeout=ctx.timeout)
         if check.get("ok"):
             return True, label
         # Covered or custom-styled: a script click still toggles it the way the page expects.
-        await _eval(
+        await evaluate(
             cdp, _call("scriptClick", form, key, label), page_changing=True, timeout=ctx.timeout
         )
-        check = await _eval(cdp, _call("finish", form, key, value, label), timeout=ctx.timeout)
+        check = await evaluate(cdp, _call("finish", form, key, value, label), timeout=ctx.timeout)
         return bool(check.get("ok")), f"{label} (script click)"
     text = str(value)
     if text:
@@ -130,7 +131,7 @@ async def _fill_one(
     else:
         for ev in key_events("Backspace"):
             await cdp.send("Input.dispatchKeyEvent", ev, page_changing=True, timeout=ctx.timeout)
-    check = await _eval(
+    check = await evaluate(
         cdp, _call("finish", form, key, text, ""), page_changing=True, timeout=ctx.timeout
     )
     # Secrets are typed, never echoed (protocol.md section 5).
@@ -149,15 +150,15 @@ async def _await_navigation(
     deadline = time.monotonic() + min(timeout, 2.0)
     changed = False
     while not changed and time.monotonic() < deadline:
-        changed = await _loader_id(cdp) != loader_before
+        changed = await loader_id(cdp) != loader_before
         if not changed:
             await asyncio.sleep(0.1)
     if changed:
-        href, title, _, _ = await _wait_loaded(
+        href, title, _, _ = await wait_loaded(
             cdp, deadline=time.monotonic() + timeout, old_loader=loader_before
         )
         return href, title, True
-    href, title, _, _ = await _wait_loaded(cdp, deadline=time.monotonic())
+    href, title, _, _ = await wait_loaded(cdp, deadline=time.monotonic())
     return href, title, href != url_before
 
 
@@ -173,7 +174,7 @@ def register_form_tools(reg: Registry) -> None:
     )
     async def extract_form(args: ExtractFormArgs, ctx: ToolContext) -> ToolOutput:
         try:
-            forms = await _eval(
+            forms = await evaluate(
                 ctx.page(), _call("extract", args.form, args.limit), timeout=ctx.timeout
             )
         except ToolError as exc:
@@ -188,7 +189,7 @@ def register_form_tools(reg: Registry) -> None:
                 lines.append("buttons: " + json.dumps([b["text"] for b in f["buttons"]]))
         count = sum(len(f["fields"]) for f in forms)
         return ToolOutput(
-            content=_untrusted(_cut("\n".join(lines) or "(no form fields)", _TEXT_LIMIT)),
+            content=untrusted(cut("\n".join(lines) or "(no form fields)", _TEXT_LIMIT)),
             summary=f"{len(forms)} forms, {count} fields",
             data={"forms": forms},
         )
@@ -230,20 +231,20 @@ def register_form_tools(reg: Registry) -> None:
     async def submit_form(args: SubmitFormArgs, ctx: ToolContext) -> ToolOutput:
         cdp = ctx.page()
         try:
-            target = await _eval(
+            target = await evaluate(
                 cdp, _call("submitTarget", args.form, args.button), timeout=ctx.timeout
             )
         except ToolError as exc:
             raise _form_error(exc) from None
         if target.get("error"):
             raise ToolError(f"{target['error']}; buttons: {json.dumps(target['buttons'])}")
-        loader = await _loader_id(cdp)
-        url_before = str(await _eval(cdp, "location.href", timeout=ctx.timeout))
+        loader = await loader_id(cdp)
+        url_before = str(await evaluate(cdp, "location.href", timeout=ctx.timeout))
         if target["click"] is not None:
             await _click(cdp, target["click"]["x"], target["click"]["y"], ctx.timeout)
             how = f"clicked {json.dumps(target['button'])}"
         else:
-            await _eval(
+            await evaluate(
                 cdp, _call("requestSubmit", args.form), page_changing=True, timeout=ctx.timeout
             )
             how = "called requestSubmit()"
@@ -255,7 +256,7 @@ def register_form_tools(reg: Registry) -> None:
             if target["invalid"]:
                 text += "; the browser found invalid fields: " + "; ".join(target["invalid"])
         return ToolOutput(
-            content=_untrusted(text),
+            content=untrusted(text),
             summary=f"submit: {'now ' + href if navigated else 'no navigation'}"[:200],
             data={"navigated": navigated, "url": href, "title": title},
         )

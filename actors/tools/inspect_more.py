@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from pydantic import Field
 
-from actors.tools.browser import _cut, _untrusted
+from actors.tools.browser_helpers import cut, untrusted
 from actors.tools.cdp import CdpError, CdpSession
 from actors.tools.files import FileSandbox
 from actors.tools.page import _WORLD_NAME, ActionResult, PageTools
@@ -245,7 +245,7 @@ def register_inspect_tools(reg: Registry) -> None:
             browser.tokens.pop(browser.tab_id, None)
         if not result.ok:
             raise ToolError(text)
-        return ToolOutput(content=_untrusted(text), summary=text.splitlines()[0][:200])
+        return ToolOutput(content=untrusted(text), summary=text.splitlines()[0][:200])
 
     @reg.register(
         "upload_index",
@@ -302,7 +302,7 @@ def register_inspect_tools(reg: Registry) -> None:
         if dropped:
             text += f"\n[… {dropped} more nodes left out (size budget)]"
         return ToolOutput(
-            content=_untrusted(text or "(empty accessibility tree)"),
+            content=untrusted(text or "(empty accessibility tree)"),
             summary=f"{shown} accessibility nodes",
         )
 
@@ -359,7 +359,7 @@ def register_inspect_tools(reg: Registry) -> None:
                 f"{source}"
             )
         return ToolOutput(
-            content=_untrusted(_cut("\n".join(lines) or f"(no listeners on {label})", 20_000)),
+            content=untrusted(cut("\n".join(lines) or f"(no listeners on {label})", 20_000)),
             summary=f"{len(items)} listeners on {label}"[:200],
             data={"types": [it.get("type") for it in items]},
         )

@@ -31,7 +31,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 import aiohttp
 from pydantic import Field
 
-from actors.tools.browser import _cut, _eval, _tab_key, _untrusted, check_url
+from actors.tools.browser_helpers import check_url, cut, evaluate, tab_key, untrusted
 from actors.tools.cdp import CdpError
 from actors.tools.files import FileSandbox
 from actors.tools.registry import Registry, TabSession, ToolArgs, ToolContext, ToolError, ToolOutput
@@ -188,7 +188,7 @@ async def _absolute(ctx: ToolContext, url: str) -> str:
     anything else is a URL (a bare host gets ``https://``, as for ``navigate``)."""
     if not url.strip().startswith(("/", ".", "?", "#")):
         return check_url(url)
-    href = str(await _eval(ctx.page(), "location.href", timeout=ctx.timeout))
+    href = str(await evaluate(ctx.page(), "location.href", timeout=ctx.timeout))
     return check_url(urljoin(href, url))
 
 
@@ -223,7 +223,7 @@ class WebFetchArgs(ToolArgs):
 
 def _captured(ctx: ToolContext) -> dict[str, dict[str, Any]]:
     monitors = ctx.state.get("browser.monitors", {})
-    mon = monitors.get(_tab_key(ctx.page()))
+    mon = monitors.get(tab_key(ctx.page()))
     if mon is None or "Network" not in mon.enabled:
         raise ToolError("no requests captured: call get_network_requests first")
     requests: dict[str, dict[str, Any]] = mon.requests
@@ -307,10 +307,10 @@ def register_transfer_tools(reg: Registry) -> None:
             max_bytes=_REPLAY_BODY_LIMIT,
             truncate=True,
         )
-        text = _cut(_decode(res), args.max_chars)
+        text = cut(_decode(res), args.max_chars)
         ctype = res.headers.get("Content-Type", "?")
         return ToolOutput(
-            content=f"{method} {res.url} -> {res.status} ({ctype})\n" + _untrusted(text),
+            content=f"{method} {res.url} -> {res.status} ({ctype})\n" + untrusted(text),
             summary=f"{method} {res.status} {res.url}"[:200],
             data={"status": res.status, "url": res.url},
         )
@@ -333,7 +333,7 @@ def register_transfer_tools(reg: Registry) -> None:
         head = f"{res.status} {res.url}" + (f" {json.dumps(title)}" if title else "")
         more = " (cut at the size limit)" if res.truncated else ""
         return ToolOutput(
-            content=head + more + "\n" + _untrusted(_cut(text, args.max_chars)),
+            content=head + more + "\n" + untrusted(cut(text, args.max_chars)),
             summary=f"{res.status} {res.url}"[:200],
             data={"status": res.status, "url": res.url, "title": title},
         )
