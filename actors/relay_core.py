@@ -34,7 +34,9 @@ Rules:
   the reconnect the relay tells the daemon which sessions' turns it ended
   (``LinkControl("turns_ended", {"sessions": [...]})``, sent before the registrations), so the
   daemon records those turns as ended instead of sending a second end (exactly one end per
-  ``chat.send``, protocol.md section 3b).
+  ``chat.send``, protocol.md section 3b). Each such end is followed by a :class:`NoteEnded`: the
+  shell keeps a mark on disk (actors/relay_marks.py) once the end is written, for a next daemon
+  in case this relay dies before it can say so.
 - Nothing is ever re-sent but registrations: a page-changing request of the old link is never
   replayed (protocol.md section 5, "No replay").
 """
@@ -55,6 +57,7 @@ __all__ = [
     "Action",
     "IllegalTransition",
     "LinkState",
+    "NoteEnded",
     "RelayCore",
     "ToDaemon",
     "ToDaemonControl",
@@ -116,7 +119,16 @@ class ToExtension:
     payload: bytes
 
 
-Action = ToDaemon | ToDaemonControl | ToExtension
+@dataclass(frozen=True, slots=True)
+class NoteEnded:
+    """The relay ended this session's cut turn: once the end is written to Chrome, keep a mark
+    that a later daemon can find (actors/relay_marks.py)."""
+
+    session_id: str
+    turn_id: str | None
+
+
+Action = ToDaemon | ToDaemonControl | ToExtension | NoteEnded
 
 
 class RelayCore:
@@ -239,7 +251,9 @@ class RelayCore:
         self._swallow.clear()
         out: list[Action] = []
         for session_id in sorted(self._open_turns):
-            out += self._turn_end(session_id, self._open_turns[session_id])
+            turn_id = self._open_turns[session_id]
+            out += self._turn_end(session_id, turn_id)
+            out.append(NoteEnded(session_id, turn_id))
             self._ended_by_relay.add(session_id)
         self._open_turns.clear()
         return out

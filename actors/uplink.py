@@ -28,7 +28,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.link_stream import LinkBroken, LinkRefusedError, LinkStream
-from actors.relay_core import Action, LinkState, RelayCore, ToDaemon, ToDaemonControl, ToExtension
+from actors.relay_core import (
+    Action,
+    LinkState,
+    NoteEnded,
+    RelayCore,
+    ToDaemon,
+    ToDaemonControl,
+    ToExtension,
+)
 from actors.runtime import Actor, Overflow, Ref
 from actors.stdio_framer import WriteFrame
 from messages.link import LinkControl, LinkData
@@ -90,6 +98,7 @@ class Uplink(Actor[UplinkMsg]):
         on_give_up: Callable[[str], None],
         reconnect_budget_s: float = 10.0,
         first_connect_budget_s: float = 20.0,
+        note_ended: Callable[[str, str | None], None] | None = None,
     ) -> None:
         self.core = core
         self._framer = framer
@@ -99,6 +108,7 @@ class Uplink(Actor[UplinkMsg]):
         self._on_give_up = on_give_up
         self._reconnect_budget_s = reconnect_budget_s
         self._first_budget_s = first_connect_budget_s
+        self._note_ended = note_ended
         self._stream: LinkStream | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._connecting = False
@@ -239,16 +249,33 @@ class Uplink(Actor[UplinkMsg]):
         return None
 
     async def _carry_out(self, actions: list[Action]) -> None:
+        # With a NoteEnded among them, the frames before it must be written before the mark is
+        # kept: a mark for an end the panel never got would swallow the only end it gets.
+        confirm = any(isinstance(a, NoteEnded) for a in actions)
+        written = True
         for action in actions:
             if isinstance(action, ToExtension):
-                await self._framer().tell(WriteFrame(payload=action.payload))
+                if not confirm:
+                    await self._framer().tell(WriteFrame(payload=action.payload))
+                    continue
+                try:
+                    ok = await self._framer().ask(WriteFrame(payload=action.payload), timeout=5.0)
+                except Exception as exc:
+                    log.warning("could not write a turn's end to Chrome: %s", exc)
+                    ok = False
+                written = written and ok is not False
+            elif isinstance(action, NoteEnded):
+                if written and self._note_ended is not None:
+                    self._note_ended(action.session_id, action.turn_id)
             elif self._stream is None:
                 continue
             elif isinstance(action, ToDaemon):
                 self._stream.send(LinkData(action.payload))
             elif isinstance(action, ToDaemonControl):
                 self._stream.send(LinkControl(op=action.op, args=dict(action.args)))
-        if self._stream is not None and any(not isinstance(a, ToExtension) for a in actions):
+        if self._stream is not None and any(
+            isinstance(a, ToDaemon | ToDaemonControl) for a in actions
+        ):
             try:
                 await self._stream.drain()
             except (ConnectionError, OSError) as exc:

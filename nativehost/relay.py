@@ -70,6 +70,7 @@ async def _serve(home: Path, origin: str, out_fd: int) -> int:
     """
     from actors.link_stream import LinkStream
     from actors.relay_core import RelayCore
+    from actors.relay_marks import RelayMarks
     from actors.runtime import ActorError, Ref
     from actors.stdio_framer import StdioFramer, WriteFrame
     from actors.uplink import ExtensionClosed, FromExtension, Uplink, UplinkMsg
@@ -120,6 +121,7 @@ async def _serve(home: Path, origin: str, out_fd: int) -> int:
         return stream
 
     framer = StdioFramer(stdin=sys.stdin.buffer, stdout_fd=out_fd, on_frame=on_frame, on_eof=on_eof)
+    marks = RelayMarks.for_home(home)  # turns this relay ends itself, for a later daemon
 
     def make_uplink() -> Uplink:
         return Uplink(
@@ -131,6 +133,7 @@ async def _serve(home: Path, origin: str, out_fd: int) -> int:
             on_give_up=on_give_up,
             first_connect_budget_s=_env_seconds("BROWY_RELAY_CONNECT_S", 20.0),
             reconnect_budget_s=_env_seconds("BROWY_RELAY_RECONNECT_S", 10.0),
+            note_ended=marks.add,
         )
 
     sup = Supervisor(

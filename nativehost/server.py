@@ -155,6 +155,7 @@ class DaemonServer:
                 loop.add_signal_handler(sig, self._stop.set)
         await self.hub.start()
         self._prune()
+        self.hub.relay_marks.prune()  # marks of panels that never came back
         await self._listen()
         log.info("browyd %s pid %d serving %s", self.version, os.getpid(), self.home)
         idle = asyncio.ensure_future(self._idle_watch())

@@ -14,7 +14,8 @@ It owns:
 
 Cut turns: when a session registers whose journal shows a turn without an end (a link drop or a
 daemon crash), the hub sends that turn's definite end (``chat.error`` + ``status.error``) unless
-the relay already ended it (``turns_ended`` link control), and journals it as interrupted.
+the relay already ended it (``turns_ended`` link control, or the mark a relay that died left on
+disk: :mod:`actors.relay_marks`), and journals it as interrupted.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from actors.browser_tools import (
 from actors.model_gateway import ChatModel, ModelSettings
 from actors.model_side import ModelSide
 from actors.prompts import PromptBroker
+from actors.relay_marks import RelayMarks
 from actors.runtime import ActorError, Ref
 from actors.session_router import (
     DropLink,
@@ -149,6 +151,8 @@ class AgentHub:
         self._texts: dict[str, TurnRequest] = {}
         self.models = ModelSide(settings.model, own=self._own)
         self._ended_by_relay: set[str] = set()
+        # The same word, left on disk by a relay that may have died before it could say it.
+        self.relay_marks = RelayMarks.for_home(settings.home)
         self._undelivered: dict[str, tuple[str, list[OutboundModel]]] = {}
         # Turns ended while still queued (recent ones): a failed submit must not end them twice.
         self._ended_queued: collections.deque[str] = collections.deque(maxlen=1024)
@@ -371,6 +375,7 @@ class AgentHub:
 
     def turns_ended_by_relay(self, sessions: list[str]) -> None:
         self._ended_by_relay.update(sessions)
+        self.relay_marks.discard(sessions)  # said after all: the marks on disk are spent
 
     # -- sessions ---------------------------------------------------------------------------------
 
@@ -466,6 +471,9 @@ class AgentHub:
         end of a later turn.
         """
         sid = entry_sid = result.entry.session_id
+        if self.relay_marks.take(sid):
+            # A relay ended this session's cut turn, then died before it could tell a daemon.
+            self._ended_by_relay.add(sid)
         marked = sid in self._ended_by_relay
         used = False
         chat = self.store.chat(result.entry.scope, entry_sid)

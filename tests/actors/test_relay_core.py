@@ -12,6 +12,7 @@ from actors.relay_core import (
     SWALLOW_WINDOW_S,
     IllegalTransition,
     LinkState,
+    NoteEnded,
     RelayCore,
     ToDaemon,
     ToDaemonControl,
@@ -203,12 +204,15 @@ def test_a_turn_in_flight_when_the_link_drops_is_ended_by_the_relay_exactly_once
     core.from_extension(j({"type": "chat.send", "sessionId": "sp-2", "text": "go"}))
     # sp-2's turn ended normally before the drop.
     core.from_daemon(j({"type": "chat.done", "sessionId": "sp-2", "text": "ok"}), now=1.0)
-    out = sent_to_extension(core.link_down())
+    actions = core.link_down()
+    out = sent_to_extension(actions)
     assert [(m["type"], m["sessionId"]) for m in out] == [
         ("chat.error", "sp-1"),
         ("event.activity", "sp-1"),
     ]
     assert out[0]["code"] == "CONNECTION_LOST"
+    # After the end, a mark for a later daemon (kept on disk by the shell).
+    assert actions[-1] == NoteEnded("sp-1", None)
     assert core.link_down() == []  # a second drop ends nothing twice
 
 

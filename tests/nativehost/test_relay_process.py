@@ -7,17 +7,22 @@ import os
 import signal
 import struct
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from actors.relay_marks import RelayMarks
 from nativehost.daemon import is_running
+from nativehost.model_server import ScriptedModelServer
+from tests.helpers.model_script import step
 from tests.helpers.native_peer import (
     OUR_ORIGIN,
     RelayPeer,
     daemon_pid,
     kill_daemon,
+    wait_for,
 )
 
 
@@ -191,3 +196,76 @@ async def test_the_relay_gives_up_and_exits_when_no_daemon_can_start(home: Path)
         assert await relay.wait_exit(timeout=20.0) != 0
     finally:
         await relay.kill()
+
+
+async def play_browser(
+    peer: RelayPeer, *, until: Callable[[dict[str, Any]], bool] | None = None, **wait: Any
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """Answer the turn's browser calls (an active tab; CDP commands fail as unsupported) until a
+    frame matches *until*, or, without it, until ``wait["when"]()`` holds. Returns that frame
+    (or None) and the other frames seen."""
+    seen: list[dict[str, Any]] = []
+    tab = {"tabId": 1, "url": "https://example.test/", "title": "Example", "windowId": 1}
+    async with asyncio.timeout(15.0):
+        while True:
+            if until is None and wait["when"]():
+                return None, seen
+            try:
+                msg = await peer.recv(timeout=0.1)
+            except TimeoutError:
+                continue
+            kind = msg.get("type")
+            if until is not None and until(msg):
+                return msg, seen
+            if kind in ("tab.getActive", "cdp.send"):
+                answer: dict[str, Any] = {
+                    "type": "tool.result",
+                    "sessionId": msg["sessionId"],
+                    "callId": msg["callId"],
+                }
+                if kind == "tab.getActive":
+                    answer.update(ok=True, result=tab)
+                else:
+                    answer.update(ok=False, error=f"{msg.get('method')} is not supported here")
+                await peer.send(answer)
+            else:
+                seen.append(msg)
+
+
+async def test_a_v1_panel_gets_one_end_when_the_daemon_dies_and_then_its_relay(home: Path) -> None:
+    # The double fault of protocol.md section 6: the daemon dies mid-turn, the relay ends the
+    # turn itself, then the relay dies before it can tell the next daemon. A v1 panel cannot
+    # drop a second end by turnId, so the next daemon must not send one.
+    script = [step(fault={"kind": "hang"}), step("back again")]
+    async with ScriptedModelServer(script) as model:
+        (home / "config.toml").write_text(
+            f'[model]\nbase_url = "{model.base_url}"\nmodel = "m"\napi_key = "sk-test"\n'
+        )
+        first = await RelayPeer.start(home)
+        try:
+            await first.handshake(1, "sp-1")
+            await first.send({"type": "chat.send", "sessionId": "sp-1", "text": "go"})
+            await play_browser(first, when=lambda: model.request_count >= 1)  # the turn runs
+            pid = daemon_pid(home)
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)
+            error, _ = await first.recv_until("chat.error", session_id="sp-1")
+            assert "not reachable" in str(error["message"])  # the relay's own end
+            marks = RelayMarks.for_home(home)
+            await wait_for(lambda: any(marks.directory.glob("*.json")))
+        finally:
+            await first.kill()  # before it links to a daemon again
+        second = await RelayPeer.start(home)
+        try:
+            seen = await second.handshake(1, "sp-1")
+            await second.send({"type": "chat.send", "sessionId": "sp-1", "text": "again"})
+            done, more = await play_browser(
+                second, until=lambda m: m.get("type") in ("chat.done", "chat.error")
+            )
+        finally:
+            await second.kill()
+    ends = [m for m in seen + more if m.get("type") == "chat.error"]
+    assert ends == []  # was: "This turn was interrupted ..." for the turn already ended
+    assert done is not None and done["type"] == "chat.done", done
+    assert "back again" in str(done["text"])
+    assert not any(marks.directory.glob("*.json"))  # the mark was spent
