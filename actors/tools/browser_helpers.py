@@ -26,6 +26,8 @@ from actors.tools.registry import TabSession, ToolArgs, ToolContext, ToolError
 from messages.errors import ErrorCode
 
 __all__ = [
+    "CAPTURED_HEADERS",
+    "CAPTURED_HEADER_CHARS",
     "HTML_LIMIT",
     "IDLE_MS",
     "JS_RESULT_LIMIT",
@@ -35,6 +37,7 @@ __all__ = [
     "NoArgs",
     "TabMonitor",
     "after_action",
+    "captured_headers",
     "check_url",
     "current_url",
     "cut",
@@ -166,6 +169,31 @@ def tab_key(cdp: TabSession) -> Any:
     return tab_id if tab_id is not None else id(cdp)
 
 
+#: Request headers a capture keeps (per request, value length): enough to replay an API call.
+CAPTURED_HEADERS = 40
+CAPTURED_HEADER_CHARS = 4096
+#: Never kept: the browser adds cookies per hop from its own jar (transfer.py); the rest describe
+#: one connection, not the request.
+_UNCAPTURED = frozenset(
+    {"cookie", "host", "content-length", "connection", "keep-alive", "transfer-encoding", "te",
+     "upgrade", "accept-encoding", "proxy-authorization", "proxy-connection"}
+)  # fmt: skip
+
+
+def captured_headers(raw: object) -> dict[str, str]:
+    """The request headers of a ``Network.requestWillBeSent`` worth keeping for a replay. They
+    stay on the host: the model is shown none of them (they may carry tokens)."""
+    if not isinstance(raw, dict):
+        return {}
+    kept: dict[str, str] = {}
+    for name, value in raw.items():
+        key = str(name)
+        if key.startswith(":") or key.lower() in _UNCAPTURED or len(kept) >= CAPTURED_HEADERS:
+            continue
+        kept[key] = str(value)[:CAPTURED_HEADER_CHARS]
+    return kept
+
+
 @dataclass(slots=True)
 class TabMonitor:
     """Ring buffers of one tab's console and network events (fed by ``subscribe``)."""
@@ -204,6 +232,7 @@ class TabMonitor:
                 "url": str(req.get("url", ""))[:500],
                 "type": params.get("type", ""),
                 "status": None,
+                "headers": captured_headers(req.get("headers")),
             }
             self.inflight.add(rid)
             while len(self.requests) > RING:

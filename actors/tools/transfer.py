@@ -5,9 +5,11 @@
   hop checked (``http:``/``https:`` only, protocol.md section 5 "URLs") and sent with the cookies
   of *its* URL, so cookies never leak to another site.
 - ``replay_request`` re-issues a request captured by ``get_network_requests`` (by its request id,
-  or the latest whose URL contains a text): method and URL from the capture, the body from
-  ``Network.getRequestPostData``, the page's cookies; headers other than a guessed Content-Type
-  are not captured, so the model may pass them.
+  or the latest whose URL contains a text): method, URL and request headers from the capture
+  (``Network.requestWillBeSent``; never its cookies), the body from ``Network.getRequestPostData``,
+  the browser's cookies per hop; the model may override the method, body and headers. Captured
+  headers may carry tokens (``Authorization``): they stay on the host, and a redirect to another
+  origin carries only neutral headers (:data:`_CROSS_ORIGIN_HEADERS`), as browsers do.
 - ``web_fetch`` (a host tool: offered only when ``enabledHostTools`` names it; registry rule 2)
   fetches a URL without the browser's cookies and returns its text, size-bounded.
 
@@ -60,6 +62,15 @@ async def _cookie_header(cdp: TabSession | None, url: str, timeout: float) -> st
     return "; ".join(pairs) or None
 
 
+#: The only request headers that follow a redirect to another origin (scheme, host and port).
+_CROSS_ORIGIN_HEADERS = frozenset({"user-agent", "accept", "accept-language", "content-type"})
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port
+
+
 async def fetch(
     url: str,
     *,
@@ -75,10 +86,15 @@ async def fetch(
     its URL. A body over ``max_bytes`` is cut (``truncate``) or refused with a ToolError."""
     jar = aiohttp.DummyCookieJar()  # cookies come from the browser, per hop; none are kept
     client_timeout = aiohttp.ClientTimeout(total=timeout)
+    headers = dict(headers or {})
+    first_origin = _origin(url)
     async with aiohttp.ClientSession(cookie_jar=jar, timeout=client_timeout) as session:
         for _ in range(_MAX_REDIRECTS + 1):
             url = check_url(url)  # every hop: http(s) only (protocol.md section 5, "URLs")
-            hop = dict(headers or {})
+            if _origin(url) != first_origin:
+                # Another origin: no credentials or page-specific headers go along.
+                headers = {k: v for k, v in headers.items() if k.lower() in _CROSS_ORIGIN_HEADERS}
+            hop = dict(headers)
             cookie = await _cookie_header(cdp, url, timeout)
             if cookie:
                 hop["Cookie"] = cookie
@@ -284,20 +300,26 @@ def register_transfer_tools(reg: Registry) -> None:
         req = requests[rid]
         method = (args.method or req["method"] or "GET").upper()
         body: bytes | None = args.body.encode() if args.body is not None else None
-        headers = await _user_agent(ctx)
+        headers: dict[str, str] = dict(req.get("headers") or {})
+        if not any(k.lower() == "user-agent" for k in headers):
+            headers |= await _user_agent(ctx)
         if body is None and method not in {"GET", "HEAD"}:
             with contextlib.suppress(CdpError):
                 post = await ctx.page().send(
                     "Network.getRequestPostData", {"requestId": rid}, timeout=ctx.timeout
                 )
                 body = str(post.get("postData", "")).encode()
-        if body is not None and not any(k.lower() == "content-type" for k in args.headers or {}):
+        if body is not None and not any(
+            k.lower() == "content-type" for k in [*headers, *(args.headers or {})]
+        ):
             text = body.decode(errors="replace").lstrip()
             is_json = text[:1] in {"{", "["}
             headers["Content-Type"] = (
                 "application/json" if is_json else "application/x-www-form-urlencoded"
             )
-        headers |= args.headers or {}
+        for name, value in (args.headers or {}).items():  # the model's, case-insensitively
+            headers = {k: v for k, v in headers.items() if k.lower() != name.lower()}
+            headers[name] = value
         res = await fetch(
             req["url"],
             method=method,

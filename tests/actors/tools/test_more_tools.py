@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 
 from actors.browser_tools import build_registry
+from actors.tools.browser_helpers import CAPTURED_HEADER_CHARS, CAPTURED_HEADERS, captured_headers
 from actors.tools.files import FileSandbox
 from actors.tools.page import PageTools
 from actors.tools.registry import Registry, ToolContext, ToolPolicy
+from actors.tools.transfer import fetch
 from messages.errors import ErrorCode
 from tests.helpers.cdp_ws import CdpWsSession, WsTab
 from tests.helpers.chromium import Chromium, chromium_available
@@ -93,7 +95,20 @@ class Site(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length).decode()
-        Site.hits.append({"path": self.path, "body": body, "cookie": self.headers.get("Cookie")})
+        if self.path == "/api/moved":  # 307: same method and body, at another origin
+            there = f"http://localhost:{self.server.server_address[1]}/api/order"
+            self._send(307, b"", "text/plain", {"Location": there})
+            return
+        Site.hits.append(
+            {
+                "path": self.path,
+                "body": body,
+                "cookie": self.headers.get("Cookie"),
+                "authorization": self.headers.get("Authorization"),
+                "csrf": self.headers.get("X-CSRF-Token"),
+                "host": self.headers.get("Host"),
+            }
+        )
         answer = {"n": len(Site.hits), "got": body, "type": self.headers.get("Content-Type")}
         self._send(200, json.dumps(answer).encode(), "application/json")
 
@@ -263,6 +278,53 @@ async def test_replay_request_resends_a_captured_post_with_cookies(
     assert Site.hits[1]["body"] == '{"item":7}'
     assert Site.hits[1]["cookie"] == "sid=abc123"
     assert '"type": "application/json"' in text(out)
+
+
+async def test_replay_request_sends_the_captured_headers(
+    reg: Registry, ctx: ToolContext, ws: CdpWsSession
+) -> None:
+    Site.hits.clear()
+    await reg.run("get_network_requests", {}, ctx)
+    headers = "{'Authorization': 'Bearer tok-1', 'X-CSRF-Token': 'csrf-9'}"
+    await ws.evaluate(f"fetch('/api/order', {{method: 'POST', headers: {headers}, body: 'a=1'}})")
+    listed = await reg.run("get_network_requests", {}, ctx)
+    assert "tok-1" not in text(listed) and "csrf-9" not in text(listed)  # host-side only
+    same = await reg.run("replay_request", {"url_contains": "/api/order"}, ctx)
+    assert same.ok, same.content_for_model
+    replayed = Site.hits[-1]
+    assert (replayed["authorization"], replayed["csrf"]) == ("Bearer tok-1", "csrf-9")
+    assert replayed["body"] == "a=1" and replayed["cookie"] == "sid=abc123"
+    override = await reg.run(
+        "replay_request",
+        {"url_contains": "/api/order", "headers": {"x-csrf-token": "mine"}, "body": "c=3"},
+        ctx,
+    )
+    assert override.ok and Site.hits[-1]["csrf"] == "mine" and Site.hits[-1]["body"] == "c=3"
+
+
+async def test_a_redirect_to_another_origin_carries_no_credentials(server: str) -> None:
+    Site.hits.clear()
+    secret = {"Authorization": "Bearer tok-1", "X-CSRF-Token": "csrf-9", "Accept": "*/*"}
+    res = await fetch(
+        server + "/api/moved", method="POST", headers=secret, body=b"b=2", max_bytes=10_000
+    )
+    assert res.status == 200 and res.url.startswith("http://localhost:")
+    (landed,) = Site.hits
+    assert landed["body"] == "b=2"  # a 307 keeps the method and body
+    assert (landed["authorization"], landed["csrf"]) == (None, None)  # as browsers do
+    same = await fetch(server + "/api/order", method="POST", headers=secret, max_bytes=10_000)
+    assert same.status == 200 and Site.hits[-1]["authorization"] == "Bearer tok-1"
+
+
+def test_captured_headers_keep_what_a_replay_needs_and_never_cookies() -> None:
+    raw = {":authority": "x", "Cookie": "sid=1", "Host": "h", "Authorization": "Bearer t"}
+    raw |= {f"X-{i}": "v" * 5000 for i in range(60)}
+    kept = captured_headers(raw)
+    assert "Cookie" not in kept and "Host" not in kept and ":authority" not in kept
+    assert kept["Authorization"] == "Bearer t"
+    assert len(kept) == CAPTURED_HEADERS
+    assert all(len(v) <= CAPTURED_HEADER_CHARS for v in kept.values())
+    assert captured_headers(None) == {}
 
 
 async def test_replay_request_lists_the_captured_ids_when_none_matches(
