@@ -25,7 +25,7 @@ import logging
 import random
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ from messages.link import LinkControl, LinkData, encode_link
 from nativehost.link import open_link
 
 __all__ = [
+    "HOST_REQUESTS",
     "ORIGIN",
     "PAGE_CHANGING_CDP",
     "ChaosPeer",
@@ -45,12 +46,17 @@ __all__ = [
     "FakeBrowser",
     "Recorder",
     "TurnRecord",
+    "to_panels",
 ]
 
 log = logging.getLogger(__name__)
 
 ORIGIN = "chrome-extension://kmfpcmoidebagkbcjhngabjpcgedcmna/"
 
+#: What the host asks of the browser (answered with ``tool.result``).
+HOST_REQUESTS = frozenset(
+    {"cdp.send", "tab.new", "tab.close", "tab.list", "tab.getActive", "tab.activate"}
+)
 #: CDP methods that change the page (protocol.md section 5, "No replay").
 PAGE_CHANGING_CDP = frozenset(
     {"Page.navigate", "Page.reload", "Page.close", "Page.navigateToHistoryEntry"}
@@ -157,6 +163,44 @@ class Recorder:
             event.set()
 
 
+def to_panels(
+    msg: dict[str, Any],
+    recorder: Recorder,
+    ready: Mapping[str, asyncio.Event],
+    send: Callable[[dict[str, Any]], object],
+) -> None:
+    """Do what the extension's panels do with a host message (a peer handles browser calls and
+    its port's own messages itself, and passes the rest here); other messages are ignored.
+
+    Tool results and the ends of a known session (one in *ready*) are recorded, a known
+    session's ``session.ready`` sets its event, approvals are allowed and questions cancelled
+    through *send* (what the extension sends: the peer's way to the daemon).
+    """
+    kind = msg.get("type")
+    sid: Any = msg.get("sessionId")
+    if kind in ("chat.done", "chat.error") and sid in ready:
+        turn = msg.get("turnId")
+        recorder.ended(sid, kind, msg.get("code"), turn if isinstance(turn, str) else None)
+    elif kind == "chat.tool_result":
+        recorder.tool_result(msg)
+    elif kind == "session.ready" and sid in ready:
+        ready[sid].set()
+    elif kind == "approval.request":
+        # The panel allows guarded actions (the harness tests the host, not the user).
+        send(
+            {
+                "type": "approval.response",
+                "sessionId": sid,
+                "approvalId": msg.get("approvalId"),
+                "decision": "allow",
+            }
+        )
+    elif kind == "user.ask":
+        send(
+            {"type": "user.answer", "sessionId": sid, "askId": msg.get("askId"), "cancelled": True}
+        )
+
+
 MAX_TABS = 40
 
 
@@ -230,9 +274,6 @@ class FakeBrowser:
         return rec, False, f"{kind} is not supported"
 
 
-_HOST_REQUESTS = frozenset(
-    {"cdp.send", "tab.new", "tab.close", "tab.list", "tab.getActive", "tab.activate"}
-)
 FRAME_FAULTS = (
     "frame_corrupt",
     "frame_truncated",
@@ -473,36 +514,10 @@ class ChaosPeer:
 
     def _to_extension(self, payload: bytes) -> None:
         msg = orjson.loads(payload)
-        kind = msg.get("type")
-        sid = msg.get("sessionId")
-        if kind in _HOST_REQUESTS:
+        if msg.get("type") in HOST_REQUESTS:
             self._spawn(self._answer(msg))
-        elif kind in ("chat.done", "chat.error") and sid in self.ready:
-            turn = msg.get("turnId")
-            self.recorder.ended(sid, kind, msg.get("code"), turn if isinstance(turn, str) else None)
-        elif kind == "chat.tool_result":
-            self.recorder.tool_result(msg)
-        elif kind == "session.ready" and sid in self.ready:
-            self.ready[sid].set()
-        elif kind == "approval.request":
-            # The panel allows guarded actions (the harness tests the host, not the user).
-            self.from_extension(
-                {
-                    "type": "approval.response",
-                    "sessionId": sid,
-                    "approvalId": msg.get("approvalId"),
-                    "decision": "allow",
-                }
-            )
-        elif kind == "user.ask":
-            self.from_extension(
-                {
-                    "type": "user.answer",
-                    "sessionId": sid,
-                    "askId": msg.get("askId"),
-                    "cancelled": True,
-                }
-            )
+        else:
+            to_panels(msg, self.recorder, self.ready, self.from_extension)
 
     async def _answer(self, msg: dict[str, Any]) -> None:
         rec, ok, value = self.browser.execute(msg)

@@ -61,7 +61,14 @@ from nativehost.chaos import (
     _tag,
     turn_steps,
 )
-from nativehost.chaos_peer import ORIGIN, FakeBrowser, Recorder, TurnRecord
+from nativehost.chaos_peer import (
+    HOST_REQUESTS,
+    ORIGIN,
+    FakeBrowser,
+    Recorder,
+    TurnRecord,
+    to_panels,
+)
 from nativehost.daemon import pid_path
 from nativehost.model_server import ScriptedModelServer
 
@@ -78,9 +85,6 @@ QUEUE_LIMIT = 500
 AFTER_ERROR_S = 0.3
 #: Environment variables that would point the daemon elsewhere than the scripted model.
 _MODEL_ENV = ("BROWY_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-_HOST_REQUESTS = frozenset(
-    {"cdp.send", "tab.new", "tab.close", "tab.list", "tab.getActive", "tab.activate"}
-)
 
 
 def frame(obj: dict[str, Any]) -> bytes:
@@ -372,7 +376,6 @@ class ProcessPeer:
 
     def _dispatch(self, relay: _Relay, msg: dict[str, Any]) -> None:
         kind = msg.get("type")
-        sid = msg.get("sessionId")
         if kind == "hello.ack":
             if relay.linked:
                 return
@@ -389,31 +392,12 @@ class ProcessPeer:
                     self._dropped(obj)
         elif kind == "ping":
             relay.write({"type": "pong", "id": msg.get("id")})
-        elif kind in _HOST_REQUESTS:
+        elif kind in HOST_REQUESTS:
             self._spawn(self._answer(relay, msg))
-        elif kind in ("chat.done", "chat.error") and sid in self.ready:
-            turn = msg.get("turnId")
-            self.recorder.ended(sid, kind, msg.get("code"), turn if isinstance(turn, str) else None)
-        elif kind == "chat.tool_result":
-            self.recorder.tool_result(msg)
-        elif kind == "session.ready" and sid in self.ready:
-            self.ready[sid].set()
-        elif kind == "approval.request":
-            self._send(
-                {
-                    "type": "approval.response",
-                    "sessionId": sid,
-                    "approvalId": msg.get("approvalId"),
-                    "decision": "allow",
-                }
-            )
-        elif kind == "user.ask":
-            self._send(
-                {"type": "user.answer", "sessionId": sid, "askId": msg.get("askId"),
-                 "cancelled": True}
-            )  # fmt: skip
         elif kind == "error":
             self.errors[str(msg.get("code"))] += 1
+        else:
+            to_panels(msg, self.recorder, self.ready, self._send)
 
     async def _answer(self, relay: _Relay, msg: dict[str, Any]) -> None:
         rec, ok, value = self.browser.execute(msg)

@@ -2,77 +2,16 @@
 
 It lets a user check their setup without a key, and it is what the tests, the offline demo and the
 fault-injection harness talk to through the real ``openai`` and ``anthropic`` clients. It speaks the
-wire format of the OpenAI API as the SDK expects it:
+wire format of the OpenAI API as the SDK expects it (``POST /v1/chat/completions``, streaming or
+not, and ``GET /v1/models``: :mod:`nativehost.model_server_openai` describes and builds its bodies)
+and the Anthropic Messages API (``POST /v1/messages``, and ``GET /v1/models`` with an
+``anthropic-version`` header: :mod:`nativehost.model_server_anthropic`); the same steps and faults
+answer both.
 
-- ``POST /v1/chat/completions``, non-streaming (one ``chat.completion`` object) or streaming (SSE:
-  ``data: {chunk}\\n\\n`` ... ``data: [DONE]\\n\\n``). The first chunk carries ``role``; text
-  follows in ``content`` deltas; each tool call comes in pieces as OpenAI sends them (``index``,
-  ``id``, ``type`` and ``function.name`` with empty ``arguments`` first, then argument fragments);
-  the last choice chunk carries ``finish_reason``; with ``stream_options.include_usage`` every
-  chunk has ``"usage": null`` and a final chunk with ``"choices": []`` carries the usage.
-- ``GET /v1/models``: the script's model list.
-- Errors use OpenAI's body shape ``{"error": {"message", "type", "param", "code"}}``.
-
-and the Anthropic Messages API (the same steps and faults answer both):
-
-- ``POST /v1/messages``, non-streaming (one ``message`` object with ``content`` blocks) or
-  streaming (SSE ``event: <type>\\ndata: {json}\\n\\n``, in Anthropic's order: ``message_start``;
-  per content block ``content_block_start``, its ``content_block_delta`` events (``thinking_delta``
-  then one ``signature_delta``; ``text_delta`` per text chunk; ``input_json_delta`` starting with an
-  empty ``partial_json`` then argument fragments) and ``content_block_stop``, with one ``ping``
-  after the first ``content_block_start``; ``message_delta`` with ``stop_reason`` and ``usage``;
-  ``message_stop``). Blocks come thinking first, then text, then tool_use.
-- ``GET /v1/models`` with an ``anthropic-version`` header: Anthropic's list shape (``data`` of
-  ``{"type": "model", "id", "display_name", "created_at"}``, ``has_more``, ``first_id``,
-  ``last_id``).
-- Errors use Anthropic's body shape ``{"type": "error", "error": {"type", "message"}}``; the key
-  is read from ``x-api-key`` (or a bearer token). Step matching sees the ``system`` parameter as a
-  system message, and a user message made of ``tool_result`` blocks as a tool result.
-
-Script format
--------------
-
-A JSON file (or the same structure built in Python) that is either a list of steps or an object::
-
-    {"mode": "script" | "echo",        # "echo" answers with the last user text (the demo)
-     "api_key": "sk-test",             # optional: other bearer tokens get 401
-     "models": ["gpt-4o", "text-embedding-3-small"],   # optional: GET /v1/models
-     "steps": [ step, ... ]}
-
-A step (every key optional)::
-
-    {"text": "Hello there" | ["Hel", "lo"],   # a string is streamed word by word
-     "tool_calls": [{"name": "click", "arguments": {"index": 3} | "<raw, maybe bad, JSON>",
-                     "id": "call_1", "extra": {...}}],   # "extra": provider fields on the call
-     "extra": {"reasoning_content": "..."},  # provider-opaque fields on the assistant message
-     "thinking": {"text": "...", "signature": "sig"} | {"redacted": "opaque data"} | [...],
-                                             # Anthropic thinking blocks (/v1/messages only)
-     "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
-     "finish_reason": "stop",                # default: "tool_calls" if there are any, else "stop"
-     "fault": fault | [fault, ...],
-     "repeat": 2,                            # serve this step N times (default 1)
-     "session": "marker-A",                  # see "Which step answers a request"
-     "match": {"user_contains": "weather", "tool_result": true}}
-
-Faults (``after_chunks`` counts the SSE ``data:`` events already written, ``ping`` included;
-default 0)::
-
-    {"kind": "status", "status": 503, "retry_after": 1, "message": "..."}
-        HTTP error with OpenAI's error body (and a Retry-After header: seconds or an HTTP date).
-        With "after_chunks" > 0 the status is already 200, so the error is sent the way the
-        provider does it mid-stream (OpenAI: a ``data: {"error": {...}}`` event; Anthropic: an
-        ``event: error`` with its error body), then the stream ends.
-    {"kind": "disconnect", "after_chunks": 2}    close the connection abruptly
-    {"kind": "hang", "after_chunks": 0}          send nothing more until the client goes away
-    {"kind": "delay", "first_chunk_s": 0.5, "between_chunks_s": 0.1}
-
-Which step answers a request: the script's ``session`` markers are searched, in script order, in the
-request's system and user messages; the first one found names the request's session (none found:
-the session of steps without a marker). Among the remaining steps of that session, the first whose
-``match`` holds is consumed (``user_contains``: the last user message contains the text;
-``tool_result``: whether the last message is a tool result). So concurrent conversations can be
-scripted deterministically. When no step fits, the answer is HTTP 500 with an error message saying
-that the script is exhausted.
+The script itself (its format: steps with text, tool calls, thinking, usage, faults and matching
+rules) and the rule that picks the step answering a request are described in
+:mod:`nativehost.model_script`. This module is the HTTP side: routing, checks, the timing of the
+scripted faults, and the command line.
 
 Observability for tests: :attr:`ScriptedModelServer.requests` holds every request body received,
 :attr:`~ScriptedModelServer.request_times` their arrival (loop time) (both empty with
@@ -92,17 +31,30 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import re
 import signal
 import sys
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TextIO, cast
+from typing import Any, Protocol, TextIO
 
 import orjson
 from aiohttp import web
+
+from nativehost import model_server_anthropic as anthropic_api
+from nativehost import model_server_openai as openai_api
+from nativehost.model_script import (
+    Fault,
+    Script,
+    ScriptError,
+    Step,
+    StepQueue,
+    ThinkingSpec,
+    ToolCallSpec,
+    load_script,
+    message_text,
+    parse_step,
+    split_words,
+)
 
 __all__ = [
     "Fault",
@@ -118,226 +70,13 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-FaultKind = Literal["status", "disconnect", "hang", "delay"]
-_FAULT_KINDS: tuple[str, ...] = ("status", "disconnect", "hang", "delay")
-_ARGUMENT_FRAGMENT = 8  # characters per streamed argument fragment, as small as OpenAI's
-_ANTHROPIC_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    529: "overloaded_error",
-}
-_STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 
+class _ErrorResponse(Protocol):
+    """Makes an API's error response (:func:`_error`, :func:`_anthropic_error`)."""
 
-class ScriptError(ValueError):
-    """The script is not well formed; the message names the step and the key."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Fault:
-    """One scripted fault (see the module docstring)."""
-
-    kind: FaultKind
-    status: int = 500
-    retry_after: float | str | None = None
-    message: str | None = None
-    after_chunks: int = 0
-    first_chunk_s: float = 0.0
-    between_chunks_s: float = 0.0
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCallSpec:
-    """A tool call the scripted model makes; ``arguments`` as a string is sent verbatim."""
-
-    name: str
-    arguments: dict[str, Any] | str = field(default_factory=dict)
-    id: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def arguments_json(self) -> str:
-        if isinstance(self.arguments, str):
-            return self.arguments
-        return orjson.dumps(self.arguments).decode()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ThinkingSpec:
-    """An Anthropic thinking block: ``text`` + ``signature``, or ``redacted`` (opaque data)."""
-
-    text: str = ""
-    signature: str = ""
-    redacted: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Step:
-    """One scripted answer (see the module docstring)."""
-
-    text: tuple[str, ...] = ()
-    tool_calls: tuple[ToolCallSpec, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
-    thinking: tuple[ThinkingSpec, ...] = ()
-    usage: dict[str, int] | None = None
-    finish_reason: str | None = None
-    faults: tuple[Fault, ...] = ()
-    repeat: int = 1
-    session: str | None = None
-    user_contains: str | None = None
-    tool_result: bool | None = None
-
-    def fault(self, kind: FaultKind) -> Fault | None:
-        return next((f for f in self.faults if f.kind == kind), None)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Script:
-    """A whole script: its steps, the model list, and the mode."""
-
-    steps: tuple[Step, ...] = ()
-    mode: Literal["script", "echo"] = "script"
-    models: tuple[str, ...] = ("browy-scripted",)
-    api_key: str | None = None
-
-    @classmethod
-    def echo(cls) -> Script:
-        """The demo script: every answer repeats the last user message."""
-        return cls(mode="echo", models=("browy-echo",))
-
-
-def _split_words(text: str) -> tuple[str, ...]:
-    return tuple(re.findall(r"\s*\S+\s*", text)) or ((text,) if text else ())
-
-
-def _parse_fault(raw: object, where: str) -> Fault:
-    if not isinstance(raw, dict) or raw.get("kind") not in _FAULT_KINDS:
-        raise ScriptError(f"{where}: a fault needs 'kind', one of {', '.join(_FAULT_KINDS)}")
-    try:
-        return Fault(**raw)
-    except TypeError as exc:
-        raise ScriptError(f"{where}: {exc}") from None
-
-
-def _parse_step(raw: object, where: str) -> Step:
-    if not isinstance(raw, dict):
-        raise ScriptError(f"{where}: a step must be an object")
-    known = {"text", "tool_calls", "extra", "thinking", "usage", "finish_reason", "fault", "repeat"}
-    unknown = set(raw) - known - {"session", "match"}
-    if unknown:
-        raise ScriptError(f"{where}: unknown keys {sorted(unknown)}")
-    text = raw.get("text", ())
-    chunks = _split_words(text) if isinstance(text, str) else tuple(str(t) for t in text)
-    calls = []
-    for n, call in enumerate(raw.get("tool_calls", ())):
-        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-            raise ScriptError(f"{where}.tool_calls[{n}]: needs a 'name'")
-        try:
-            calls.append(ToolCallSpec(**call))
-        except TypeError as exc:
-            raise ScriptError(f"{where}.tool_calls[{n}]: {exc}") from None
-    thinking_raw = raw.get("thinking", ())
-    thinking = []
-    for n, block in enumerate([thinking_raw] if isinstance(thinking_raw, dict) else thinking_raw):
-        if not isinstance(block, dict):
-            raise ScriptError(f"{where}.thinking[{n}]: must be an object")
-        try:
-            thinking.append(ThinkingSpec(**block))
-        except TypeError as exc:
-            raise ScriptError(f"{where}.thinking[{n}]: {exc}") from None
-    faults_raw = raw.get("fault", ())
-    faults_list = [faults_raw] if isinstance(faults_raw, dict) else list(faults_raw)
-    match = raw.get("match") or {}
-    repeat = int(raw.get("repeat", 1))
-    if repeat < 1:
-        raise ScriptError(f"{where}: 'repeat' must be at least 1")
-    return Step(
-        text=chunks,
-        tool_calls=tuple(calls),
-        extra=dict(raw.get("extra") or {}),
-        thinking=tuple(thinking),
-        usage=raw.get("usage"),
-        finish_reason=raw.get("finish_reason"),
-        faults=tuple(_parse_fault(f, f"{where}.fault") for f in faults_list),
-        repeat=repeat,
-        session=raw.get("session"),
-        user_contains=match.get("user_contains"),
-        tool_result=match.get("tool_result"),
-    )
-
-
-def load_script(source: Script | Sequence[object] | Mapping[str, object] | str | Path) -> Script:
-    """Build a :class:`Script` from a path to a JSON file, parsed JSON, or a Script (returned)."""
-    if isinstance(source, Script):
-        return source
-    if isinstance(source, str | Path):
-        source = cast("list[object] | dict[str, object]", orjson.loads(Path(source).read_bytes()))
-    top = dict(source) if isinstance(source, Mapping) else {"steps": list(source)}
-    steps_raw = top.get("steps", [])
-    if not isinstance(steps_raw, list):
-        raise ScriptError("'steps' must be a list")
-    mode = top.get("mode", "script")
-    if mode not in ("script", "echo"):
-        raise ScriptError("'mode' must be 'script' or 'echo'")
-    models = top.get("models") or (("browy-echo",) if mode == "echo" else ("browy-scripted",))
-    api_key = top.get("api_key")
-    return Script(
-        steps=tuple(_parse_step(s, f"steps[{n}]") for n, s in enumerate(steps_raw)),
-        mode=mode,
-        models=tuple(str(m) for m in cast("Sequence[object]", models)),
-        api_key=api_key if isinstance(api_key, str) else None,
-    )
-
-
-def _message_text(message: Mapping[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return ""
-
-
-class _Queue:
-    """The remaining steps and the rule that picks one for a request (pure).
-
-    Steps are kept per session marker, so a request only looks at its own session's steps.
-    """
-
-    def __init__(self, steps: Sequence[Step]) -> None:
-        self._by_session: dict[str | None, list[list[Any]]] = {}
-        self._markers: list[str] = []
-        self.extend(steps)
-
-    def extend(self, steps: Sequence[Step]) -> None:
-        for s in steps:
-            if s.session and s.session not in self._by_session:
-                self._markers.append(s.session)
-            self._by_session.setdefault(s.session, []).append([s, s.repeat])
-
-    def take(self, messages: Sequence[Mapping[str, Any]]) -> Step | None:
-        prompt = " ".join(
-            _message_text(m) for m in messages if m.get("role") in ("system", "user", "developer")
-        )
-        session = next((m for m in self._markers if m in prompt), None)
-        users = [m for m in messages if m.get("role") == "user"]
-        last_user = _message_text(users[-1]) if users else ""
-        last_is_tool = bool(messages) and messages[-1].get("role") == "tool"
-        remaining = self._by_session.get(session, [])
-        for entry in remaining:
-            step: Step = entry[0]
-            if step.user_contains is not None and step.user_contains not in last_user:
-                continue
-            if step.tool_result is not None and step.tool_result != last_is_tool:
-                continue
-            entry[1] -= 1
-            if entry[1] == 0:
-                remaining.remove(entry)
-            return step
-        return None
+    def __call__(
+        self, status: int, message: str, headers: Mapping[str, str] | None = None
+    ) -> web.Response: ...
 
 
 class ScriptedModelServer:
@@ -364,7 +103,7 @@ class ScriptedModelServer:
         self.served_faults: list[tuple[float, Step]] = []
         self.client_disconnected = asyncio.Event()
         self.disconnect_count = 0
-        self._queue = _Queue(self.script.steps)
+        self._queue = StepQueue(self.script.steps)
         self._runner: web.AppRunner | None = None
         self._stopping = asyncio.Event()
         self._ids = itertools.count(1)
@@ -414,71 +153,83 @@ class ScriptedModelServer:
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
         if "anthropic-version" in request.headers:
-            return self._anthropic_models(request)
+            if not self._authorized(request):
+                return _anthropic_error(401, "invalid x-api-key")
+            return _json(anthropic_api.models_body(self.script.models))
         if not self._authorized(request):
-            return _error(401, "Incorrect API key provided.", "invalid_request_error")
-        data = [
-            {"id": m, "object": "model", "created": 1_700_000_000, "owned_by": "browy"}
-            for m in self.script.models
-        ]
-        return web.json_response({"object": "list", "data": data}, dumps=_dumps)
+            return _error(401, "Incorrect API key provided.")
+        return _json(openai_api.models_body(self.script.models))
 
-    def _anthropic_models(self, request: web.Request) -> web.StreamResponse:
-        if not self._authorized(request):
-            return _anthropic_error(401, "invalid x-api-key")
-        data = [
-            {
-                "type": "model",
-                "id": m,
-                "display_name": m,
-                "created_at": "2025-01-01T00:00:00Z",
-                "lifecycle": "active",
-            }
-            for m in self.script.models
-        ]
-        first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
-        body = {"data": data, "has_more": False, "first_id": first, "last_id": last}
-        return web.json_response(body, dumps=_dumps)
-
-    async def _chat(self, request: web.Request) -> web.StreamResponse:
+    async def _read(
+        self, request: web.Request, error: _ErrorResponse, no_messages: str, bad_key: str
+    ) -> dict[str, Any] | web.Response:
+        """The request's body, counted (and kept), or the *error* response that answers instead:
+        the body is not JSON, it has no ``messages`` list, or the key is wrong."""
         try:
             body = orjson.loads(await request.read())
         except orjson.JSONDecodeError:
-            return _error(400, "request body is not JSON", "invalid_request_error")
+            return error(400, "request body is not JSON")
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return _error(400, "'messages' is required", "invalid_request_error")
+            return error(400, no_messages)
         self._record(body)
         if not self._authorized(request):
-            return _error(401, "Incorrect API key provided.", "invalid_request_error")
+            return error(401, bad_key)
+        return body
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body = await self._read(
+            request, _error, "'messages' is required", "Incorrect API key provided."
+        )
+        if not isinstance(body, dict):
+            return body
         messages: list[dict[str, Any]] = body["messages"]
-        step = self._answer_for(messages)
-        if step is None:
-            number = self.request_count
-            return _error(
-                500, f"scripted model server: script exhausted (no step left for request {number})"
-            )
-        status = step.fault("status")
-        if status is not None and status.after_chunks == 0:
-            headers = {}
-            if status.retry_after is not None:
-                headers["Retry-After"] = str(status.retry_after)
-            kind = "invalid_request_error" if status.status < 500 else "server_error"
-            message = status.message or f"scripted HTTP {status.status}"
-            return _error(status.status, message, kind, headers)
+        step = self._step_or_error(messages, _error)
+        if not isinstance(step, Step):
+            return step
         model = str(body.get("model", self.script.models[0]))
         try:
             if body.get("stream"):
                 options = body.get("stream_options") or {}
-                return await self._stream(request, step, model, bool(options.get("include_usage")))
-            return await self._complete(request, step, model)
+                include_usage = bool(options.get("include_usage"))
+                chunks = openai_api.chunks(step, model, self._ids, include_usage)
+                return await self._stream(request, step, [openai_api.data_event(c) for c in chunks])
+            if not await self._ready_to_answer(request, step):
+                return web.Response()  # aiohttp finds the transport gone and drops it quietly
+            return _json(openai_api.completion(step, model, self._ids))
         except asyncio.CancelledError:
             # With handler_cancellation, aiohttp cancels the handler when its client goes away.
             self._note_disconnect()
             raise
 
+    # -- the Anthropic Messages API ------------------------------------------------------------
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        body = await self._read(
+            request, _anthropic_error, "messages: Field required", "invalid x-api-key"
+        )
+        if not isinstance(body, dict):
+            return body
+        if not isinstance(body.get("max_tokens"), int):
+            return _anthropic_error(400, "max_tokens: Field required")
+        step = self._step_or_error(anthropic_api.openai_view(body), _anthropic_error)
+        if not isinstance(step, Step):
+            return step
+        model = str(body.get("model", self.script.models[0]))
+        try:
+            if body.get("stream"):
+                events = anthropic_api.events(step, model, self._ids)
+                sse = [anthropic_api.sse(e) for e in events]
+                return await self._stream(request, step, sse, anthropic=True)
+            if not await self._ready_to_answer(request, step):
+                return web.Response()
+            return _json(anthropic_api.message_body(step, model, self._ids))
+        except asyncio.CancelledError:
+            self._note_disconnect()
+            raise
+
     def extend(self, steps: Sequence[object]) -> None:
         """Append *steps* (raw step objects, as in a script's ``steps``) to the running script."""
-        self._queue.extend([_parse_step(s, f"extend[{n}]") for n, s in enumerate(steps)])
+        self._queue.extend([parse_step(s, f"extend[{n}]") for n, s in enumerate(steps)])
 
     def _record(self, body: dict[str, Any]) -> None:
         self.request_count += 1
@@ -494,187 +245,33 @@ class ScriptedModelServer:
     def _answer_for(self, messages: list[dict[str, Any]]) -> Step | None:
         if self.script.mode == "echo":
             users = [m for m in messages if m.get("role") == "user"]
-            return Step(text=_split_words(_message_text(users[-1]) if users else ""))
+            return Step(text=split_words(message_text(users[-1]) if users else ""))
         step = self._queue.take(messages)
         if step is not None and step.faults:
             self.served_faults.append((asyncio.get_running_loop().time(), step))
         return step
 
-    async def _complete(self, request: web.Request, step: Step, model: str) -> web.StreamResponse:
-        delay = step.fault("delay")
-        if delay is not None and delay.first_chunk_s:
-            await asyncio.sleep(delay.first_chunk_s)
-        if step.fault("hang") is not None:
-            await self._stopping.wait()
-        if step.fault("disconnect") is not None or self._stopping.is_set():
-            _abort(request)
-            return web.Response()  # aiohttp finds the transport gone and drops it quietly
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(step.text) or None}
-        calls = [self._tool_call(c, n) for n, c in enumerate(step.tool_calls)]
-        if calls:
-            message["tool_calls"] = [
-                {"id": c["id"], "type": "function", "function": c["function"], **c["extra"]}
-                for c in calls
-            ]
-        message.update(step.extra)
-        completion = {
-            "id": f"chatcmpl-browy{next(self._ids)}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": model,
-            "choices": [
-                {"index": 0, "message": message, "finish_reason": _finish(step), "logprobs": None}
-            ],
-            "usage": _usage(step),
-        }
-        return web.json_response(completion, dumps=_dumps)
-
-    def _tool_call(self, spec: ToolCallSpec, n: int) -> dict[str, Any]:
-        call_id = spec.id or f"call_browy{next(self._ids)}_{n}"
-        function = {"name": spec.name, "arguments": spec.arguments_json()}
-        return {"id": call_id, "function": function, "extra": spec.extra}
-
-    def _deltas(self, step: Step) -> list[dict[str, Any]]:
-        """The choice deltas of a streamed answer, in OpenAI's order."""
-        deltas: list[dict[str, Any]] = [
-            {"role": "assistant", "content": "", "refusal": None, **step.extra}
-        ]
-        deltas.extend({"content": piece} for piece in step.text)
-        for n, spec in enumerate(step.tool_calls):
-            call = self._tool_call(spec, n)
-            head = {
-                "index": n,
-                "id": call["id"],
-                "type": "function",
-                "function": {"name": spec.name, "arguments": ""},
-                **spec.extra,
-            }
-            deltas.append({"tool_calls": [head]})
-            args = call["function"]["arguments"]
-            for at in range(0, len(args), _ARGUMENT_FRAGMENT):
-                fragment = {
-                    "index": n,
-                    "function": {"arguments": args[at : at + _ARGUMENT_FRAGMENT]},
-                }
-                deltas.append({"tool_calls": [fragment]})
-        return deltas
-
-    async def _stream(
-        self, request: web.Request, step: Step, model: str, include_usage: bool
-    ) -> web.StreamResponse:
-        response = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
-        )
-        await response.prepare(request)
-        base: dict[str, Any] = {
-            "id": f"chatcmpl-browy{next(self._ids)}",
-            "object": "chat.completion.chunk",
-            "created": int(time.time()),
-            "model": model,
-            "system_fingerprint": None,
-        }
-        if include_usage:
-            base["usage"] = None
-        events: list[dict[str, Any]] = [
-            {**base, "choices": [{"index": 0, "delta": d, "logprobs": None, "finish_reason": None}]}
-            for d in self._deltas(step)
-        ]
-        events.append(
-            {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": _finish(step)}]}
-        )
-        if include_usage:
-            events.append({**base, "choices": [], "usage": _usage(step)})
-        delay = step.fault("delay") or Fault(kind="delay")
-        try:
-            for n, event in enumerate(events):
-                if not await self._fault_point(request, response, step, n):
-                    return response
-                pause = delay.first_chunk_s if n == 0 else delay.between_chunks_s
-                if pause:
-                    await asyncio.sleep(pause)
-                await response.write(b"data: " + orjson.dumps(event) + b"\n\n")
-            if not await self._fault_point(request, response, step, len(events)):
-                return response
-            await response.write(b"data: [DONE]\n\n")
-            await response.write_eof()
-        except ConnectionResetError:
-            self._note_disconnect()
-        return response
-
-    # -- the Anthropic Messages API ------------------------------------------------------------
-
-    async def _messages(self, request: web.Request) -> web.StreamResponse:
-        try:
-            body = orjson.loads(await request.read())
-        except orjson.JSONDecodeError:
-            return _anthropic_error(400, "request body is not JSON")
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return _anthropic_error(400, "messages: Field required")
-        self._record(body)
-        if not self._authorized(request):
-            return _anthropic_error(401, "invalid x-api-key")
-        if not isinstance(body.get("max_tokens"), int):
-            return _anthropic_error(400, "max_tokens: Field required")
-        step = self._answer_for(_openai_view(body))
+    def _step_or_error(
+        self, messages: list[dict[str, Any]], error: _ErrorResponse
+    ) -> Step | web.Response:
+        """The step answering *messages*, or the *error* response that answers instead: the
+        script is exhausted, or the step's ``status`` fault is due before the first chunk."""
+        step = self._answer_for(messages)
         if step is None:
             number = self.request_count
-            return _anthropic_error(
-                500, f"scripted model server: script exhausted (no step left for request {number})"
-            )
+            message = f"scripted model server: script exhausted (no step left for request {number})"
+            return error(500, message)
         status = step.fault("status")
         if status is not None and status.after_chunks == 0:
             headers = {}
             if status.retry_after is not None:
                 headers["Retry-After"] = str(status.retry_after)
-            message = status.message or f"scripted HTTP {status.status}"
-            return _anthropic_error(status.status, message, headers)
-        model = str(body.get("model", self.script.models[0]))
-        try:
-            if body.get("stream"):
-                return await self._anthropic_stream(request, step, model)
-            return await self._anthropic_complete(request, step, model)
-        except asyncio.CancelledError:
-            self._note_disconnect()
-            raise
+            return error(status.status, status.message or f"scripted HTTP {status.status}", headers)
+        return step
 
-    def _anthropic_blocks(self, step: Step) -> list[dict[str, Any]]:
-        """The finished content blocks of an answer: thinking, then text, then tool_use."""
-        blocks: list[dict[str, Any]] = []
-        for thought in step.thinking:
-            if thought.redacted is not None:
-                blocks.append({"type": "redacted_thinking", "data": thought.redacted})
-            else:
-                blocks.append(
-                    {"type": "thinking", "thinking": thought.text, "signature": thought.signature}
-                )
-        if step.text:
-            blocks.append({"type": "text", "text": "".join(step.text)})
-        for n, spec in enumerate(step.tool_calls):
-            blocks.append(
-                {
-                    "type": "tool_use",
-                    "id": spec.id or f"toolu_browy{next(self._ids)}_{n}",
-                    "name": spec.name,
-                    "input": spec.arguments_json(),  # a string until _anthropic_complete parses it
-                }
-            )
-        return blocks
-
-    def _message(self, step: Step, model: str, content: list[dict[str, Any]]) -> dict[str, Any]:
-        return {
-            "id": f"msg_browy{next(self._ids)}",
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": content,
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {"input_tokens": _anthropic_usage(step)["input_tokens"], "output_tokens": 1},
-        }
-
-    async def _anthropic_complete(
-        self, request: web.Request, step: Step, model: str
-    ) -> web.StreamResponse:
+    async def _ready_to_answer(self, request: web.Request, step: Step) -> bool:
+        """Play the faults of a non-streamed answer (delay, hang, disconnect); return whether to
+        send it (else the connection is aborted)."""
         delay = step.fault("delay")
         if delay is not None and delay.first_chunk_s:
             await asyncio.sleep(delay.first_chunk_s)
@@ -682,86 +279,31 @@ class ScriptedModelServer:
             await self._stopping.wait()
         if step.fault("disconnect") is not None or self._stopping.is_set():
             _abort(request)
-            return web.Response()
-        blocks = self._anthropic_blocks(step)
-        for block in blocks:
-            if block["type"] == "tool_use":
-                try:
-                    block["input"] = orjson.loads(block["input"])
-                except orjson.JSONDecodeError:
-                    block["input"] = {}  # Anthropic always sends an object
-        message = self._message(step, model, blocks)
-        message["stop_reason"] = _stop_reason(step)
-        message["usage"] = _anthropic_usage(step)
-        return web.json_response(message, dumps=_dumps)
+            return False
+        return True
 
-    def _anthropic_events(self, step: Step, model: str) -> list[dict[str, Any]]:
-        """The SSE events of a streamed answer, in Anthropic's order."""
-        events: list[dict[str, Any]] = [
-            {"type": "message_start", "message": self._message(step, model, [])}
-        ]
-        for index, block in enumerate(self._anthropic_blocks(step)):
-            kind = block["type"]
-            deltas: list[dict[str, Any]] = []
-            start: dict[str, Any]
-            if kind == "thinking":
-                start = {"type": "thinking", "thinking": "", "signature": ""}
-                deltas = [
-                    {"type": "thinking_delta", "thinking": t}
-                    for t in _split_words(block["thinking"])
-                ]
-                deltas.append({"type": "signature_delta", "signature": block["signature"]})
-            elif kind == "text":
-                start = {"type": "text", "text": ""}
-                deltas = [{"type": "text_delta", "text": piece} for piece in step.text]
-            elif kind == "tool_use":
-                start = {**block, "input": {}}
-                args: str = block["input"]
-                deltas = [{"type": "input_json_delta", "partial_json": ""}]
-                deltas.extend(
-                    {"type": "input_json_delta", "partial_json": args[at : at + _ARGUMENT_FRAGMENT]}
-                    for at in range(0, len(args), _ARGUMENT_FRAGMENT)
-                )
-            else:  # redacted_thinking: whole in its start event
-                start = block
-            events.append({"type": "content_block_start", "index": index, "content_block": start})
-            if index == 0:
-                events.append({"type": "ping"})
-            events.extend(
-                {"type": "content_block_delta", "index": index, "delta": d} for d in deltas
-            )
-            events.append({"type": "content_block_stop", "index": index})
-        usage = _anthropic_usage(step)
-        events.append(
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": _stop_reason(step), "stop_sequence": None},
-                "usage": {"output_tokens": usage["output_tokens"]},
-            }
-        )
-        events.append({"type": "message_stop"})
-        return events
-
-    async def _anthropic_stream(
-        self, request: web.Request, step: Step, model: str
+    async def _stream(
+        self, request: web.Request, step: Step, events: list[bytes], *, anthropic: bool = False
     ) -> web.StreamResponse:
+        """Stream the encoded SSE *events* with the step's delays and faults, then end the stream
+        (OpenAI's with ``data: [DONE]``)."""
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
         await response.prepare(request)
-        events = self._anthropic_events(step, model)
         delay = step.fault("delay") or Fault(kind="delay")
         try:
             for n, event in enumerate(events):
-                if not await self._fault_point(request, response, step, n, anthropic=True):
+                if not await self._fault_point(request, response, step, n, anthropic=anthropic):
                     return response
                 pause = delay.first_chunk_s if n == 0 else delay.between_chunks_s
                 if pause:
                     await asyncio.sleep(pause)
-                await response.write(_sse(event))
-            if not await self._fault_point(request, response, step, len(events), anthropic=True):
-                return response
-            await response.write_eof()
+                await response.write(event)
+            if await self._fault_point(request, response, step, len(events), anthropic=anthropic):
+                if not anthropic:
+                    await response.write(b"data: [DONE]\n\n")
+                await response.write_eof()
         except ConnectionResetError:
             self._note_disconnect()
         return response
@@ -789,20 +331,10 @@ class ScriptedModelServer:
             if fault.kind == "disconnect":
                 _abort(request)
                 return False
-            if fault.kind == "status" and anthropic:
-                message = fault.message or f"scripted HTTP {fault.status}"
-                await response.write(_sse(_anthropic_error_body(fault.status, message)))
-                await response.write_eof()
-                return False
             if fault.kind == "status":
-                # What OpenAI does when a stream fails after its 200: an error event, then the end.
-                error = {
-                    "message": fault.message or f"scripted HTTP {fault.status}",
-                    "type": "server_error",
-                    "param": None,
-                    "code": fault.status,
-                }
-                await response.write(b"data: " + orjson.dumps({"error": error}) + b"\n\n")
+                message = fault.message or f"scripted HTTP {fault.status}"
+                error_event = anthropic_api.error_event if anthropic else openai_api.error_event
+                await response.write(error_event(fault.status, message))
                 await response.write_eof()
                 return False
         return True
@@ -812,73 +344,20 @@ def _dumps(obj: object) -> str:
     return orjson.dumps(obj).decode()
 
 
-def _error(
-    status: int, message: str, kind: str = "server_error", headers: dict[str, str] | None = None
+def _json(
+    body: object, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> web.Response:
-    body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
     return web.json_response(body, status=status, headers=headers, dumps=_dumps)
 
 
-def _anthropic_error_body(status: int, message: str) -> dict[str, Any]:
-    kind = _ANTHROPIC_ERROR_TYPES.get(
-        status, "api_error" if status >= 500 else "invalid_request_error"
-    )
-    return {"type": "error", "error": {"type": kind, "message": message}}
+def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> web.Response:
+    return _json(openai_api.error_body(status, message), status, headers)
 
 
 def _anthropic_error(
-    status: int, message: str, headers: dict[str, str] | None = None
+    status: int, message: str, headers: Mapping[str, str] | None = None
 ) -> web.Response:
-    body = _anthropic_error_body(status, message)
-    return web.json_response(body, status=status, headers=headers, dumps=_dumps)
-
-
-def _sse(event: Mapping[str, Any]) -> bytes:
-    return b"event: " + str(event["type"]).encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
-
-
-def _openai_view(body: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """An Anthropic request's messages as OpenAI chat messages, for the step rules (and echo):
-    ``system`` becomes a system message, a user message of tool_result blocks a tool message."""
-    out: list[dict[str, Any]] = []
-    system = body.get("system")
-    if system:
-        out.append({"role": "system", "content": system})
-    for message in body["messages"]:
-        if not isinstance(message, dict):
-            continue
-        content = message.get("content")
-        blocks = content if isinstance(content, list) else []
-        results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
-        if message.get("role") == "user" and results and len(results) == len(blocks):
-            out.append({"role": "tool", "content": ""})
-        else:
-            out.append({"role": message.get("role"), "content": content})
-    return out
-
-
-def _stop_reason(step: Step) -> str:
-    finish = _finish(step)
-    return _STOP_REASONS.get(finish, finish)
-
-
-def _anthropic_usage(step: Step) -> dict[str, int]:
-    usage = _usage(step)
-    return {
-        "input_tokens": usage.get("input_tokens", usage.get("prompt_tokens", 10)),
-        "output_tokens": usage.get("output_tokens", usage.get("completion_tokens", 1)),
-    }
-
-
-def _finish(step: Step) -> str:
-    return step.finish_reason or ("tool_calls" if step.tool_calls else "stop")
-
-
-def _usage(step: Step) -> dict[str, int]:
-    if step.usage is not None:
-        return dict(step.usage)
-    completion = len(step.text) + sum(len(c.arguments_json()) // 4 for c in step.tool_calls)
-    return {"prompt_tokens": 10, "completion_tokens": completion, "total_tokens": 10 + completion}
+    return _json(anthropic_api.error_body(status, message), status, headers)
 
 
 def _abort(request: web.Request) -> None:

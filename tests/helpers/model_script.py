@@ -1,6 +1,6 @@
 """Builders for scripted-model-server steps, and a context that runs server + gateway.
 
-The step dicts are exactly the JSON script format of :mod:`nativehost.model_server`.
+The step dicts are exactly the JSON script format of :mod:`nativehost.model_script`.
 """
 
 from __future__ import annotations
