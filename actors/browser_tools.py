@@ -524,7 +524,7 @@ class ToolRunner:
             tabs=browser.tabs if browser is not None else None,
             files=self._files(),
             approve=approve,
-            ledger=self._ledgers.setdefault(session_id, CallLedger()),
+            ledger=self._ledger(session_id),
             state=state,
         )
         tool = self.registry.get(name)
@@ -546,6 +546,12 @@ class ToolRunner:
             content_for_model=outcome.content_for_model,
             duration_ms=outcome.duration_ms,
         )
+
+    def _ledger(self, session_id: str) -> CallLedger:
+        ledger = self._ledgers.get(session_id)
+        if ledger is None:
+            ledger = self._ledgers[session_id] = CallLedger()
+        return ledger
 
     def _files(self) -> FileSandbox:
         return self._sandbox

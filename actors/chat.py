@@ -8,14 +8,15 @@ turn state is in :mod:`actors.chat_turns`, the views in :mod:`actors.chat_views`
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from actors.chat_turns import (
     ACCEPTS,
-    EVENT_KEYS,
     OUTCOME_ERROR,
     OUTCOME_INTERRUPTED,
     PendingCall,
@@ -23,19 +24,27 @@ from actors.chat_turns import (
     TurnInfo,
     TurnOutcome,
     TurnStateError,
+    fold_turn_record,
 )
 from actors.chat_views import build_model_messages, history_rows
-from actors.store_writer import Journal, StoreError
+from actors.store_writer import Journal, StoreError, scan_records
 
 if TYPE_CHECKING:
     from actors.store import ChatStore
 
-__all__ = ["Chat", "ChatInfo", "Redact"]
+__all__ = ["MEMORY_TURNS", "Chat", "ChatInfo", "Redact"]
 
 log = logging.getLogger(__name__)
 
 _SUMMARY_CHARS = 80
 _JOURNAL_VERSION = 1
+#: The most recent turns of a chat kept in memory (the model sees at most 16, turn.py). Older
+#: ones are read back from the journal when the panel's history asks for them, so an open chat's
+#: memory stays flat however long it runs.
+MEMORY_TURNS = 48
+#: Outcomes of turns let go from memory, kept for a ``chat.send`` retried with the same turnId
+#: (which comes seconds later, not hundreds of turns).
+_EVICTED_OUTCOMES = 64
 
 Redact = Callable[[str], str]
 
@@ -73,6 +82,18 @@ def _summary(text: str) -> str | None:
     return words[: _SUMMARY_CHARS - 1].rstrip() + "…"
 
 
+def _outcome(turn: TurnFold) -> TurnOutcome:
+    end = turn.end or {}
+    return TurnOutcome(
+        turn_id=turn.turn_id,
+        ended=turn.end is not None,
+        outcome=str(end.get("outcome", OUTCOME_INTERRUPTED)),
+        text=str(end.get("text") or turn.assistant_text()),
+        code=end.get("code"),
+        message=end.get("message"),
+    )
+
+
 def _redact_tree(value: Any, redact: Redact) -> Any:
     if isinstance(value, str):
         return redact(value)
@@ -99,8 +120,11 @@ class Chat:
         self._last_ms = 0
         self._input_tokens = 0
         self._output_tokens = 0
-        self._turns: list[TurnFold] = []
+        self._turns: list[TurnFold] = []  # the last MEMORY_TURNS at most (plus any live one)
         self._by_id: dict[str, TurnFold] = {}
+        self._turn_count = 0  # every turn of the chat, in memory or not
+        self._first_text: str | None = None  # for the summary
+        self._evicted: OrderedDict[str, TurnOutcome] = OrderedDict()
         self._deleted = False
 
     # --- loading ---
@@ -119,32 +143,46 @@ class Chat:
         if kind == "chat":
             self.scope, self.id, self._created_ms = str(rec["scope"]), str(rec["id"]), t
             return
-        turn = self._by_id.get(str(rec.get("turn")))
-        if kind == "begin":
-            new = TurnFold(str(rec["turn"]), t, str(rec["text"]), rec.get("context"), live=False)
-            new.last_ms = t
-            self._created_ms = self._created_ms or t
-            self._turns.append(new)
-            self._by_id[new.turn_id] = new
-            return
-        if turn is None:
-            return
-        turn.last_ms = max(turn.last_ms, t)
-        if kind in EVENT_KEYS:
-            if any(key not in rec for key in EVENT_KEYS[kind]):
-                raise KeyError(kind)  # _replay skips the malformed record
-            turn.events.append(rec)
-        elif kind == "usage":
+        if kind == "usage":
             self._input_tokens += int(rec.get("in", 0))
             self._output_tokens += int(rec.get("out", 0))
-        elif kind == "end":
-            turn.end = rec
-            turn.live = False
-            turn.delivered = not rec.get("pending", False)
-        elif kind == "delivered":
-            turn.delivered = True
-        elif kind == "undelivered":
-            turn.delivered = False
+            return
+        turn = fold_turn_record(self._turns, self._by_id, rec)
+        if kind == "begin" and turn is not None:
+            self._created_ms = self._created_ms or t
+            self._turn_count += 1
+            if self._first_text is None:
+                self._first_text = turn.text
+            self._let_go()
+
+    def _let_go(self) -> None:
+        """Keep at most MEMORY_TURNS turns in memory: the oldest go (never a live one)."""
+        while len(self._turns) > MEMORY_TURNS and not self._turns[0].live:
+            old = self._turns.pop(0)
+            del self._by_id[old.turn_id]
+            self._evicted[old.turn_id] = _outcome(old)
+            while len(self._evicted) > _EVICTED_OUTCOMES:
+                self._evicted.popitem(last=False)
+
+    def _all_turns(self) -> list[TurnFold]:
+        """Every turn, oldest first: those let go are folded again from the journal on disk
+        (every record is written there before it is folded in here)."""
+        if self._turn_count == len(self._turns):
+            return self._turns
+        turns: list[TurnFold] = []
+        by_id: dict[str, TurnFold] = {}
+        try:
+            records, _ = scan_records(self._journal.path.read_bytes())
+        except OSError:
+            log.exception("chat %s: could not read older turns", self.id)
+            records = []
+        for rec in records:
+            if rec.get("k") in ("chat", "usage"):
+                continue
+            with contextlib.suppress(KeyError, TypeError, ValueError):
+                fold_turn_record(turns, by_id, rec)
+        in_memory = set(self._by_id)
+        return [t for t in turns if t.turn_id not in in_memory] + self._turns
 
     # --- writing ---
 
@@ -317,13 +355,17 @@ class Chat:
             scope=self.scope,
             created_ms=self._created_ms,
             modified_ms=self._last_ms,
-            summary=_summary(self._turns[0].text) if self._turns else None,
+            summary=_summary(self._first_text) if self._first_text is not None else None,
             input_tokens=self._input_tokens,
             output_tokens=self._output_tokens,
             last_error=error,
             interrupted=last is not None and last.cut,
-            turns=len(self._turns),
+            turns=self._turn_count,
         )
+
+    @property
+    def has_turns(self) -> bool:
+        return self._turn_count > 0
 
     @property
     def running(self) -> bool:
@@ -334,16 +376,8 @@ class Chat:
         """The stored outcome of ``turn_id`` (None: never seen). See :class:`TurnOutcome`."""
         turn = self._by_id.get(turn_id)
         if turn is None:
-            return None
-        end = turn.end or {}
-        return TurnOutcome(
-            turn_id=turn_id,
-            ended=turn.end is not None,
-            outcome=str(end.get("outcome", OUTCOME_INTERRUPTED)),
-            text=str(end.get("text") or turn.assistant_text()),
-            code=end.get("code"),
-            message=end.get("message"),
-        )
+            return self._evicted.get(turn_id)
+        return _outcome(turn)
 
     def cut_turn(self) -> TurnInfo | None:
         """The latest turn with no end that this process did not start (cut by a crash/restart)."""
@@ -366,7 +400,7 @@ class Chat:
 
     def turn_rows(self) -> list[tuple[int, list[dict[str, Any]]]]:
         """Each turn's history rows (protocol.md section 3) with its start time, oldest first."""
-        return [(turn.started_ms, history_rows(turn)) for turn in self._turns]
+        return [(turn.started_ms, history_rows(turn)) for turn in self._all_turns()]
 
     def model_messages(
         self, *, max_turns: int | None = None, full_turns: int | None = None

@@ -27,6 +27,7 @@ __all__ = [
     "TurnOutcome",
     "TurnPhase",
     "TurnStateError",
+    "fold_turn_record",
 ]
 
 OUTCOME_DONE = "done"
@@ -139,3 +140,36 @@ class TurnFold:
         outcome = str(self.end.get("outcome"))
         detail = self.end.get("message") or self.end.get("code")
         return f"({outcome}: {detail})" if detail else f"({outcome})"
+
+
+def fold_turn_record(
+    turns: list[TurnFold], by_id: dict[str, TurnFold], rec: dict[str, Any]
+) -> TurnFold | None:
+    """Fold one journal record that belongs to a turn into *turns* / *by_id*: ``begin`` adds a
+    turn; events, ``end``, ``delivered`` and ``undelivered`` update theirs. Returns the turn it
+    touched (None: a record of a turn not there). Raises KeyError for an event without the keys
+    its readers need (:data:`EVENT_KEYS`). ``usage`` and the ``chat`` header are the caller's."""
+    kind, t = rec.get("k"), int(rec.get("t", 0))
+    if kind == "begin":
+        new = TurnFold(str(rec["turn"]), t, str(rec["text"]), rec.get("context"), live=False)
+        new.last_ms = t
+        turns.append(new)
+        by_id[new.turn_id] = new
+        return new
+    turn = by_id.get(str(rec.get("turn")))
+    if turn is None:
+        return None
+    turn.last_ms = max(turn.last_ms, t)
+    if kind in EVENT_KEYS:
+        if any(key not in rec for key in EVENT_KEYS[kind]):
+            raise KeyError(kind)  # replay skips the malformed record
+        turn.events.append(rec)
+    elif kind == "end":
+        turn.end = rec
+        turn.live = False
+        turn.delivered = not rec.get("pending", False)
+    elif kind == "delivered":
+        turn.delivered = True
+    elif kind == "undelivered":
+        turn.delivered = False
+    return turn

@@ -187,7 +187,7 @@ class ChatStore:
 
     def list_chats(self, scope: str) -> list[ChatInfo]:
         """The scope's chats that have at least one turn, newest (last modified) first."""
-        infos = [c.info for c in self._scope_chats(self.root / safe_name(scope)) if c._turns]
+        infos = [c.info for c in self._scope_chats(self.root / safe_name(scope)) if c.has_turns]
         return sorted(infos, key=lambda info: info.modified_ms, reverse=True)
 
     def history(
@@ -245,7 +245,7 @@ class ChatStore:
         for directory in sorted(p for p in self.root.iterdir() if p.is_dir()):
             chats = sorted(self._scope_chats(directory), key=lambda c: c._last_ms, reverse=True)
             for rank, chat in enumerate(chats):
-                if rank < max_chats and chat._last_ms >= oldest_ms and chat._turns:
+                if rank < max_chats and chat._last_ms >= oldest_ms and chat.has_turns:
                     continue
                 if chat.running or (running is not None and running(chat.scope, chat.id)):
                     continue

@@ -24,6 +24,7 @@ import asyncio
 import collections
 import logging
 import secrets
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,7 +174,11 @@ class AgentHub:
             reclaim=lambda t: self._tell("turn-scheduler", Reclaim(turn_id=t.turn_id)),
             timeout_s=lambda: self.settings.approval_timeout_s,
         )
-        self._tab_locks: dict[tuple[int, int], asyncio.Lock] = {}
+        # One lock per (link, tab) while someone holds it: weak values, so the locks of closed
+        # tabs and gone links do not pile up in a long-running daemon.
+        self._tab_locks: weakref.WeakValueDictionary[tuple[int, int], asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -749,7 +754,11 @@ class AgentHub:
         return self.tools.bad_arguments(name, problem)
 
     def tab_lock(self, link_id: int, tab_id: int) -> asyncio.Lock:
-        return self._tab_locks.setdefault((link_id, tab_id), asyncio.Lock())
+        """The lock that serializes page actions on one tab (the caller keeps it while in use)."""
+        lock = self._tab_locks.get((link_id, tab_id))
+        if lock is None:
+            lock = self._tab_locks[(link_id, tab_id)] = asyncio.Lock()
+        return lock
 
     async def run_tool(
         self,

@@ -52,7 +52,7 @@ class LedgerEntry:
 class CallLedger:
     """Page-changing calls of one scope (e.g. a connection), newest last, bounded in size."""
 
-    def __init__(self, max_entries: int = 4096) -> None:
+    def __init__(self, max_entries: int = 1024) -> None:
         self._entries: OrderedDict[str, LedgerEntry] = OrderedDict()
         self._max = max_entries
 

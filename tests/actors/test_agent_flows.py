@@ -4,6 +4,7 @@ server over real HTTP through the real openai client (protocol.md sections 2-4, 
 from __future__ import annotations
 
 import asyncio
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -569,3 +570,17 @@ async def test_an_end_that_never_reached_its_panel_survives_a_daemon_restart(hom
         end, _, seen = await peer3.turn_end("sp-1")
         assert end["text"] == "next"
         assert not [m for m in seen if m["type"] == "chat.error"]
+
+
+async def test_tab_locks_are_shared_while_held_and_not_kept_after(home: Path) -> None:
+    async with DaemonHarness(home, []) as h:
+        assert h.server is not None
+        hub = h.server.hub
+        lock = hub.tab_lock(1, 7)
+        assert hub.tab_lock(1, 7) is lock and hub.tab_lock(1, 8) is not lock
+        async with lock:
+            assert hub.tab_lock(1, 7).locked()  # a second action on the tab waits for it
+        del lock
+        gc.collect()
+        # A long-running daemon opens many tabs: their locks do not pile up.
+        assert len(hub._tab_locks) == 0

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
+from actors.chat import MEMORY_TURNS
 from actors.store import (
     INTERRUPTED_RESULT,
     Chat,
@@ -457,6 +458,43 @@ async def test_v2_paging_walks_back_through_every_turn_once(tmp_path: Path) -> N
     assert seen == [f"q{n}" for n in range(7)]
     assert store.history("inst", "sp-1", limit=3).rows[0]["text"] == "q4"
     assert store.history("inst", "nobody").rows == []
+
+
+async def test_a_long_chat_keeps_only_its_recent_turns_in_memory_and_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    store = make_store(tmp_path)
+    chat = store.chat("inst", "sp-1")
+    total = MEMORY_TURNS * 3 + 5
+    for n in range(total):
+        await whole_turn(chat, f"t{n}", f"q{n}")
+    assert len(chat._turns) == MEMORY_TURNS  # memory stays flat however long the chat runs
+    assert chat.info.turns == total and chat.info.summary == "q0"
+    # The panel's history still walks back through every turn, read again from the journal.
+    seen: list[str] = []
+    before: int | None = None
+    while True:
+        page = store.history("inst", "sp-1", before=before, limit=40)
+        users = [r for r in page.rows if r["role"] == "user"]
+        seen = [r["text"] for r in users] + seen
+        if not page.has_more:
+            break
+        before = users[0]["timestamp"]
+    assert seen == [f"q{n}" for n in range(total)]
+    assert without_timestamps(store.history("inst", "sp-1", limit=1).rows) == expected_rows(
+        f"q{total - 1}"
+    )
+    # A chat.send retried with a recent turnId still finds its outcome; the model sees the same.
+    recent = chat.find_turn(f"t{total - MEMORY_TURNS - 3}")
+    assert recent is not None and recent.outcome == "done"
+    oldest = chat.find_turn(f"t{total - MEMORY_TURNS - 60}")  # let go, its outcome kept
+    assert oldest is not None and oldest.ended
+    messages = chat.model_messages(max_turns=16)
+    assert messages[0]["content"].startswith(f"q{total - 16}")
+    # Reopened from disk: the same view, the same bound.
+    again = make_store(tmp_path).chat("inst", "sp-1")
+    assert len(again._turns) == MEMORY_TURNS and again.info == chat.info
+    assert again.model_messages(max_turns=16) == messages
 
 
 # --- delete, prune, names -------------------------------------------------------------------------
