@@ -290,9 +290,13 @@
     } catch (_) { return null; }
   }
 
+  // The open shadow roots the current snapshot walked (a modal <dialog> may live in one).
+  let shadowRoots = [];
+
   // Collect candidate controls in document order (shadow roots and iframes appended at the
   // position of their host, so order stays visual-ish).
   function collect(root, out, pointer) {
+    if (root.host) shadowRoots.push(root);
     const found = root.querySelectorAll(NATIVE);
     const isCand = new Set(found);
     const all = root.querySelectorAll('*');
@@ -385,6 +389,14 @@
     if (m !== undefined) return m;
     m = null;
     try { m = doc.querySelector('dialog:modal'); } catch (_) { m = null; }
+    // A web component's modal dialog: in the top layer all the same, but out of reach of the
+    // document's own query.
+    for (let i = 0; !m && i < shadowRoots.length; i++) {
+      const sr = shadowRoots[i];
+      if (sr.ownerDocument === doc) {
+        try { m = sr.querySelector('dialog:modal'); } catch (_) { m = null; }
+      }
+    }
     if (!m) {
       for (const o of doc.querySelectorAll('[aria-modal=true]')) {
         if (coversViewport(o)) { m = o; break; }
@@ -406,8 +418,10 @@
     return false;
   }
 
+  // Is `b` inside `a` in the rendered (flat) tree? A slotted element counts as inside the slot
+  // it is shown in, e.g. the buttons a page puts into a web component's dialog.
   function deepContains(a, b) {
-    for (let n = b; n; n = n.parentNode || n.host) if (n === a) return true;
+    for (let n = b; n; n = n.assignedSlot || n.parentNode || n.host) if (n === a) return true;
     return false;
   }
 
@@ -459,6 +473,7 @@
     const first = state.shots === 0;
     state.shots++;
 
+    shadowRoots = [];
     const cands = collect(document, [], opts.pointer !== false);
     const tCollect = performance.now();
     const vw = innerWidth, vh = innerHeight;

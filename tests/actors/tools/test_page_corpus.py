@@ -375,6 +375,22 @@ async def test_the_snapshot_tells_controls_behind_an_open_modal_dialog_from_clic
     assert not buy_lines or re.search(r"\b(inert|covered|blocked)\b", buy_lines[0]), text
 
 
+async def test_a_modal_dialog_inside_a_web_component_makes_the_rest_of_the_page_inert(
+    tab: CdpWsSession, pages: PageServer
+) -> None:
+    tools, snap = await open_page(tab, pages, "shadow-modal.html")
+    assert " inert" not in snap.text  # closed: the component's slotted button is just hidden
+    await tools.click_index(idx(snap, '"Open confirm"'), snap.doc_token)
+    viewport = (await tools.inspect_page()).text
+    assert '"Buy now"' not in viewport and '"Open confirm"' not in viewport, viewport
+    everything = (await tools.inspect_page(scope="all")).text
+    assert re.search(r'button "Buy now".* inert', everything), everything
+    # Inside the dialog: its own button and the one the page slotted into it stay clickable.
+    for name in ('"Inside cancel"', '"Slotted yes"'):
+        (line,) = [ln for ln in everything.splitlines() if name in ln]
+        assert " inert" not in line, line
+
+
 # --- a virtualised list -------------------------------------------------------------------------
 
 
