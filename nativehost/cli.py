@@ -208,15 +208,13 @@ def _config(args: argparse.Namespace, ctx: Context) -> int:
 # extension-path, logs
 
 
-def extension_dir() -> Path:
-    return Path(__file__).resolve().parent.parent / "extension"
-
-
 def _extension_path(args: argparse.Namespace, ctx: Context) -> int:
+    from nativehost.launch import extension_dir
+
     path = extension_dir()
-    if not path.is_dir():
+    if not (path / "manifest.json").is_file():
         raise UserError(
-            f"no extension directory at {path}: this command works from a source checkout"
+            f"no extension at {path}: reinstall browy-host (the extension ships inside it)"
         )
     ctx.out(str(path))
     return 0

@@ -80,8 +80,13 @@ class LaunchError(Exception):
 
 
 def extension_dir() -> Path:
-    """The unpacked extension of this source checkout."""
-    return Path(__file__).resolve().parent.parent / "extension"
+    """The unpacked extension: the source checkout's ``extension/``, else the copy installed
+    inside this package (``nativehost/extension``, shipped as package data)."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "extension", here / "extension"):
+        if (candidate / "manifest.json").is_file():
+            return candidate.resolve()
+    return here.parent / "extension"
 
 
 def find_chromium(env: Mapping[str, str] | None = None) -> Path | None:
