@@ -8,7 +8,7 @@ panels drop it by its ``turnId``; a v1 panel would show it. So the relay also le
 one file per session, after the end is written to Chrome; the daemon takes (deletes) a session's
 mark when the session registers again, or when the relay's ``turns_ended`` arrives after all.
 
-A mark means what the in-memory ``turns_ended`` means (supervisors/agent.py ``_settle_cut_turn``):
+A mark means what the in-memory ``turns_ended`` means (actors/end_delivery.py ``settle_cut_turn``):
 the panel has had the end of the session's cut turn. It is used once, for that turn; marks nobody
 takes (the panel never came back) are pruned after :data:`MAX_AGE_S`.
 
