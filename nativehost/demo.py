@@ -49,7 +49,8 @@ from nativehost.launch import (
     new_tab,
     target_session,
 )
-from nativehost.terminal import TerminalClient, TurnAborted, TurnResult
+from nativehost.terminal_client import TerminalClient, TurnAborted
+from nativehost.terminal_view import TurnResult
 
 __all__ = [
     "DEMO_SITE",
