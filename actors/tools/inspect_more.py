@@ -32,7 +32,8 @@ from pydantic import Field
 from actors.tools.browser_helpers import cut, untrusted
 from actors.tools.cdp import CdpError, CdpSession
 from actors.tools.files import FileSandbox
-from actors.tools.page import _WORLD_NAME, ActionResult, PageTools
+from actors.tools.page import ActionResult, PageTools
+from actors.tools.page_types import _WORLD_NAME
 from actors.tools.registry import Registry, ToolArgs, ToolContext, ToolError, ToolOutput
 from messages.errors import ErrorCode
 

@@ -1,0 +1,316 @@
+"""The isolated world behind :class:`~actors.tools.page.PageTools`, and what it reads and sends.
+
+:class:`PageWorld` runs ``snapshot.js`` in an isolated world of the tab's main frame, takes the
+snapshot, resolves indices to click points, holds the input primitives (mouse, keyboard, the
+verified click) and reports what an action changed (a settle, a same-document or a new-document
+navigation). :class:`~actors.tools.page.PageTools` builds the index actions on it. The rules
+(document identity, stale references, verified clicks) are in :mod:`actors.tools.page`'s docstring.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from actors.tools.cdp import CdpError, CdpSession, ErrorCode, is_context_gone
+from actors.tools.page_types import (
+    _SNAPSHOT_JS,
+    _WORLD_NAME,
+    ActionResult,
+    ElementNotVisible,
+    ElementPoint,
+    Scope,
+    Snapshot,
+    _check_url,
+)
+
+__all__ = ["PageWorld"]
+
+#: How long an action waits for a navigation it started to commit and load.
+_NAV_DEADLINE = 5.0
+_POLL = 0.05
+
+
+class PageWorld:
+    """The isolated world of one tab: snapshot, resolution, input primitives and reporting.
+
+    :class:`~actors.tools.page.PageTools` adds the index actions. Not safe for concurrent use.
+    """
+
+    def __init__(self, cdp: CdpSession, *, allow_file: bool = False) -> None:
+        self.cdp = cdp
+        self.allow_file = allow_file
+        self._context_id: int | None = None
+        self._loader_id: str | None = None
+
+    # --- the isolated world -------------------------------------------------------------------
+
+    async def _create_world(self) -> int:
+        tree = await self.cdp.send("Page.getFrameTree")
+        frame = tree["frameTree"]["frame"]
+        _check_url(frame.get("url", ""), allow_file=self.allow_file)
+        res = await self.cdp.send(
+            "Page.createIsolatedWorld", {"frameId": frame["id"], "worldName": _WORLD_NAME}
+        )
+        ctx = int(res["executionContextId"])
+        await self._evaluate(ctx, _SNAPSHOT_JS)
+        self._context_id = ctx
+        self._loader_id = frame.get("loaderId")
+        return ctx
+
+    async def _evaluate(self, ctx: int, expression: str, *, page_changing: bool = False) -> Any:
+        res = await self.cdp.send(
+            "Runtime.evaluate",
+            {
+                "expression": expression,
+                "contextId": ctx,
+                "returnByValue": True,
+                "awaitPromise": True,
+            },
+            page_changing=page_changing,
+        )
+        details = res.get("exceptionDetails")
+        if details:
+            exc = details.get("exception") or {}
+            text = str(exc.get("description") or details.get("text") or "script error")
+            if "STALE_REF" in text:
+                raise CdpError(ErrorCode.STALE_REF, text.splitlines()[0])
+            raise CdpError(ErrorCode.INTERNAL, f"in-page error: {text[:300]}")
+        return res.get("result", {}).get("value")
+
+    async def _call(self, expression: str, *, page_changing: bool = False) -> Any:
+        """Evaluate in our world of the current document; STALE_REF if that document is gone."""
+        # Re-attaching is safe: Chromium gives back the same named world (so the same token) for
+        # the same document, and a new document has a new token, which the page side rejects.
+        ctx = self._context_id if self._context_id is not None else await self._create_world()
+        try:
+            return await self._evaluate(ctx, expression, page_changing=page_changing)
+        except CdpError as exc:
+            if is_context_gone(exc):
+                self._context_id = None
+                raise CdpError(ErrorCode.STALE_REF, "the page changed since the snapshot") from exc
+            raise
+
+    # --- snapshot ------------------------------------------------------------------------------
+
+    async def inspect_page(
+        self,
+        *,
+        scope: Scope = "viewport",
+        text_filter: str | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+        max_chars: int = 12_000,
+    ) -> Snapshot:
+        """Snapshot the visible interactive elements of the tab (see module docstring)."""
+        opts = json.dumps(
+            {
+                "scope": scope,
+                "text_filter": text_filter or "",
+                "offset": offset,
+                "limit": limit,
+                "max_chars": max_chars,
+            }
+        )
+        expr = f"__browy.snapshot({opts})"
+        value: dict[str, Any] | None = None
+        for _ in range(2):
+            ctx = self._context_id if self._context_id is not None else await self._create_world()
+            try:
+                value = await self._evaluate(ctx, expr)
+                break
+            except CdpError as exc:
+                if not is_context_gone(exc):
+                    raise
+                self._context_id = None  # a new document: make a world in it and try once more
+        if value is None:
+            raise CdpError(ErrorCode.STALE_REF, "the page kept changing during the snapshot")
+        _check_url(value["url"], allow_file=self.allow_file)
+        return Snapshot(
+            text=value["text"],
+            doc_token=value["token"],
+            count=value["count"],
+            listed=value["listed"],
+            shown=value["shown"],
+            next_offset=value["next_offset"],
+            truncated=value["truncated"],
+            new=value["new"],
+            inert=value.get("inert", 0),
+            url=value["url"],
+            title=value["title"],
+            ready_state=value["ready_state"],
+            elapsed_ms=value["ms"],
+        )
+
+    # --- resolution ----------------------------------------------------------------------------
+
+    async def resolve(self, index: int, doc_token: str, *, arm: bool = False) -> ElementPoint:
+        """Scroll element ``index`` into view and return its click point (top-viewport CSS px).
+
+        Raises ``CdpError(STALE_REF)`` when the document changed since the snapshot that gave the
+        index, the element is gone or now shows another role/name; :class:`ElementNotVisible`
+        when it has no visible box. ``arm``: also arm the click check read by ``_click_at``.
+        """
+        args = f"{int(index)}, {json.dumps(doc_token)}, {'true' if arm else 'false'}"
+        # Scrolling changes the page's scroll position only; it is idempotent, so it is a read.
+        res = await self._call(f"__browy.resolve({args})")
+        if not res["ok"]:
+            raise ElementNotVisible(f"{res['reason']}: {res['line']}")
+        return ElementPoint(x=res["x"], y=res["y"], covered_by=res["covered_by"])
+
+    async def _info(self, index: int, doc_token: str, *, after: bool = False) -> dict[str, Any]:
+        """The element's facts; ``after`` an action on it: no identity check, and re-baseline."""
+        info: dict[str, Any] = await self._call(
+            f"__browy.info({int(index)}, {json.dumps(doc_token)}, {'true' if after else 'false'})"
+        )
+        return info
+
+    # --- input primitives ------------------------------------------------------------------------
+
+    async def _mouse(self, kind: str, x: float, y: float, *, buttons: int = 0) -> None:
+        params: dict[str, Any] = {"type": kind, "x": x, "y": y, "buttons": buttons}
+        if kind != "mouseMoved":
+            params |= {"button": "left", "clickCount": 1}
+        await self.cdp.send("Input.dispatchMouseEvent", params, page_changing=True)
+
+    async def _click_at(self, p: ElementPoint) -> tuple[bool, str]:
+        """Click at ``p`` (resolved with ``arm=True``); (landed on the element, note).
+
+        The note names what the click hit when it missed; with no verdict (no click event reached
+        our listener: the page navigated away, a frame took it) it is the covered-by note if any.
+        """
+        await self._mouse("mouseMoved", p.x, p.y)
+        await self._mouse("mousePressed", p.x, p.y, buttons=1)
+        await self._mouse("mouseReleased", p.x, p.y)
+        rec = await self._clicked()
+        covered = f"the click landed on {p.covered_by}, which covers the element"
+        if rec is None or rec.get("hit") is None:
+            return True, covered if p.covered_by else ""
+        if rec["hit"]:
+            return True, ""
+        return False, covered if p.covered_by else f"the click landed on {rec['what']} instead"
+
+    async def _clicked(self) -> dict[str, Any] | None:
+        """Read back (and disarm) the click check; None when our world is gone (navigation)."""
+        ctx = self._context_id
+        if ctx is None:
+            return None
+        try:
+            rec: dict[str, Any] | None = await self._evaluate(ctx, "__browy.clicked()")
+        except CdpError as exc:
+            if is_context_gone(exc):
+                return None  # leave the context id: _report sees the same and waits for the load
+            raise
+        return rec
+
+    async def _key(self, key: str, code: str, vk: int, **extra: Any) -> None:
+        base = {"key": key, "code": code, "windowsVirtualKeyCode": vk, "nativeVirtualKeyCode": vk}
+        down = {"type": "keyDown" if "text" in extra else "rawKeyDown", **base, **extra}
+        await self.cdp.send("Input.dispatchKeyEvent", down, page_changing=True)
+        up = {"type": "keyUp", **base, "modifiers": extra.get("modifiers", 0)}
+        await self.cdp.send("Input.dispatchKeyEvent", up, page_changing=True)
+
+    async def _select_all_and_delete(self) -> None:
+        # Ctrl+A with the explicit editing command (the `commands` option of dispatchKeyEvent
+        # runs it unless the page cancels the key event), then Backspace.
+        await self._key("a", "KeyA", 65, modifiers=2, commands=["selectAll"])
+        await self._key("Backspace", "Backspace", 8)
+
+    # --- reporting -------------------------------------------------------------------------------
+
+    async def _main_world_page(self) -> tuple[str, str, str]:
+        res = await self.cdp.send(
+            "Runtime.evaluate",
+            {
+                "expression": "[location.href, document.title, document.readyState]",
+                "returnByValue": True,
+            },
+        )
+        href, title, ready = res.get("result", {}).get("value") or ["", "", "loading"]
+        return str(href), str(title), str(ready)
+
+    async def _wait_new_document(self) -> tuple[str, str, bool]:
+        """After a cross-document navigation started: wait (bounded) for it to commit and load."""
+        deadline = time.monotonic() + _NAV_DEADLINE
+        old_loader = self._loader_id
+        self._context_id = None
+        committed = False
+        href, title = "", ""
+        while time.monotonic() < deadline:
+            if not committed:
+                tree = await self.cdp.send("Page.getFrameTree")
+                committed = tree["frameTree"]["frame"].get("loaderId") != old_loader
+            if committed:
+                try:
+                    href, title, ready = await self._main_world_page()
+                except CdpError as exc:
+                    if not is_context_gone(exc):
+                        raise
+                    ready = "loading"
+                if ready != "loading":
+                    return href, title, True
+            await asyncio.sleep(_POLL)  # polling with a deadline: no event subscription yet
+        if not href:
+            href, title, _ = await self._main_world_page()
+        return href, title, committed
+
+    async def _report(
+        self,
+        action: str,
+        index: int,
+        doc_token: str,
+        before: dict[str, Any],
+        note: str = "",
+        *,
+        ok: bool = True,
+    ) -> ActionResult:
+        nav0 = int(before["nav"])
+        try:
+            st = await self._call("__browy.settle(120)")
+        except CdpError as exc:
+            if exc.code is not ErrorCode.STALE_REF:
+                raise
+            st = None  # our world died: the document was replaced
+        if st is not None and int(st["nav"]) == nav0:
+            line = await self._line_after(index, doc_token)
+            return ActionResult(
+                action=action, index=index, ok=ok, url_before=before["url"],
+                url_after=st["url"], title=st["title"], navigated=False, same_document=False,
+                element=line, note=note,
+            )  # fmt: skip
+        if st is not None and st["same_document"]:
+            line = await self._line_after(index, doc_token)
+            return ActionResult(
+                action=action, index=index, ok=ok, url_before=before["url"],
+                url_after=st["url"], title=st["title"], navigated=True, same_document=True,
+                element=line, note=note,
+            )  # fmt: skip
+        href, title, committed = await self._wait_new_document()
+        if not committed:
+            note = (note + "; " if note else "") + "a navigation started but has not loaded yet"
+        return ActionResult(
+            action=action, index=index, ok=ok, url_before=before["url"], url_after=href,
+            title=title, navigated=True, same_document=False, element=None, note=note,
+        )  # fmt: skip
+
+    async def _line_after(self, index: int, doc_token: str) -> str | None:
+        try:
+            return str((await self._info(index, doc_token, after=True))["line"])
+        except CdpError as exc:
+            if exc.code is ErrorCode.STALE_REF:
+                return None  # the action removed the element (a "delete" button, a closed menu)
+            raise
+
+    def _failed(self, action: str, index: int, before: dict[str, Any], note: str) -> ActionResult:
+        return ActionResult(
+            action=action, index=index, ok=False, url_before=before["url"],
+            url_after=before["url"], title=before["title"], navigated=False,
+            same_document=False, element=before["line"], note=note,
+        )  # fmt: skip
+
+    async def _before(self, index: int, doc_token: str) -> dict[str, Any]:
+        info = await self._info(index, doc_token)
+        _check_url(info["url"], allow_file=self.allow_file)
+        return info
