@@ -44,6 +44,16 @@ Invariants checked after every run (a non-zero exit if one fails):
 
 The report (JSON, plus a human table) has faults injected by kind, turns run, completed, definite
 errors, hung, duplicated, lost, and the recovery time p50/p99 per fault kind.
+
+The harness's modules: :mod:`nativehost.chaos_faults` (the fault kinds, the fsync and
+crash-on-cue seams, the scripted model's steps), :mod:`nativehost.chaos_report` (options, the
+report, its JSON and the human table), :mod:`nativehost.chaos_checks` (the invariant checks over
+the records and journals), :mod:`nativehost.chaos_measure` (descriptors, memory, processes),
+:mod:`nativehost.chaos_peer` with :mod:`nativehost.chaos_panels` and
+:mod:`nativehost.chaos_browser` (the fake extension), and :mod:`nativehost.chaos_process` with
+:mod:`nativehost.chaos_relay_peer` (process mode). This module runs the in-process mode
+(:func:`run_chaos`) and the command line (:func:`main`), and re-exports the names above that the
+command line and the tests use.
 """
 
 from __future__ import annotations
@@ -51,31 +61,37 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import errno
 import json
 import logging
-import os
 import random
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
 
 from actors.store import ChatStore, sessions_dir
-from actors.store_writer import safe_name, scan_records
-from nativehost.chaos_peer import (
+from nativehost.chaos_checks import InvariantChecks, PeerLike
+from nativehost.chaos_faults import (
+    ALL_FAULTS,
     BROWSER_FAULTS,
     FRAME_FAULTS,
-    ChaosPeer,
-    Executed,
-    FakeBrowser,
-    Recorder,
-    TurnRecord,
+    IN_PROCESS_FAULTS,
+    MODEL_FAULTS,
+    PROCESS_FAULTS,
+    SCRIPT_HEAD,
+    FaultyFsync,
+    _CrashOnCue,
+    _Injected,
+    _marker,
+    _tag,
+    turn_steps,
 )
+from nativehost.chaos_measure import _fds, _rss, deep_size
+from nativehost.chaos_panels import Recorder
+from nativehost.chaos_peer import ChaosPeer
+from nativehost.chaos_report import INVARIANTS, ChaosOptions, ChaosReport, format_table
 from nativehost.config import load_config
 from nativehost.model_server import ScriptedModelServer
 from nativehost.server import DaemonServer
@@ -88,267 +104,17 @@ __all__ = [
     "ChaosOptions",
     "ChaosReport",
     "FaultyFsync",
+    "deep_size",
     "format_table",
     "main",
     "run_chaos",
+    "turn_steps",
 ]
 
 log = logging.getLogger(__name__)
 
-MODEL_FAULTS = ("model_5xx", "model_hang", "model_disconnect")
-IN_PROCESS_FAULTS: tuple[str, ...] = (
-    "actor_crash",
-    "link_drop",
-    *FRAME_FAULTS,
-    *MODEL_FAULTS,
-    *BROWSER_FAULTS,
-    "fsync_fail",
-)
-PROCESS_FAULTS: tuple[str, ...] = ("relay_kill", "daemon_kill")
-ALL_FAULTS = IN_PROCESS_FAULTS + PROCESS_FAULTS
-INVARIANTS = (
-    "one_end",
-    "no_duplicate",
-    "unknown_reported",
-    "journaled",
-    "recovered",
-    "flat",
-    "no_leftover",  # process mode only
-)
-ACTOR_TARGETS = ("connection", "session-router", "turn-scheduler")
 
-TURN_DEADLINE_S = 45.0
-FD_SLACK = 24
-RSS_SLACK_BYTES = 96 * 1024 * 1024
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ChaosOptions:
-    """What ``browy chaos`` runs (see :func:`main` for the command line)."""
-
-    seed: int = 1
-    duration: float = 60.0
-    sessions: int = 8
-    faults: tuple[str, ...] = IN_PROCESS_FAULTS
-    peers: int = 0  # 0: one peer per 3 sessions
-    actor_targets: tuple[str, ...] = ACTOR_TARGETS
-    turn_deadline: float = TURN_DEADLINE_S
-    home: Path | None = None
-
-
-@dataclass(slots=True)
-class ChaosReport:
-    """The outcome of one run; ``ok`` is False when an invariant failed."""
-
-    seed: int
-    duration: float
-    sessions: int
-    faults_injected: dict[str, int] = field(default_factory=dict)
-    turns_run: int = 0
-    turns_completed: int = 0
-    definite_errors: int = 0
-    hung: int = 0
-    duplicated: int = 0
-    lost: int = 0
-    extra_ends: int = 0
-    not_unknown: int = 0
-    not_journaled: int = 0
-    page_changing_executed: int = 0
-    recovery_ms: dict[str, dict[str, float]] = field(default_factory=dict)
-    fds: tuple[int, int] = (0, 0)
-    rss: tuple[int, int] = (0, 0)
-    #: Bytes held by the harness's own records (in-process mode) at the same two points: they
-    #: grow with the turns run and are not the daemon's, so ``flat`` leaves them out.
-    harness: tuple[int, int] = (0, 0)
-    rss_samples: list[tuple[float, int]] = field(default_factory=list)  # (seconds in, bytes)
-    invariants: dict[str, bool] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
-    mode: str = "in-process"
-    processes: dict[str, int] = field(default_factory=dict)  # process mode: relays, daemons...
-
-    @property
-    def ok(self) -> bool:
-        return all(self.invariants.values())
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "seed": self.seed,
-            "duration_s": self.duration,
-            "sessions": self.sessions,
-            "faults_injected": self.faults_injected,
-            "turns_run": self.turns_run,
-            "turns_completed": self.turns_completed,
-            "definite_errors": self.definite_errors,
-            "hung": self.hung,
-            "duplicated": self.duplicated,
-            "lost": self.lost,
-            "extra_ends": self.extra_ends,
-            "interrupted_not_unknown": self.not_unknown,
-            "completed_not_journaled": self.not_journaled,
-            "page_changing_executed": self.page_changing_executed,
-            "recovery_ms": self.recovery_ms,
-            "open_fds": {"warm": self.fds[0], "end": self.fds[1]},
-            "rss_bytes": {"warm": self.rss[0], "end": self.rss[1]},
-            "harness_record_bytes": {"warm": self.harness[0], "end": self.harness[1]},
-            "rss_samples": [[round(t, 1), b] for t, b in self.rss_samples],
-            **({"processes": self.processes} if self.mode == "process" else {}),
-            "invariants": self.invariants,
-            "ok": self.ok,
-            "problems": self.problems[:50],
-        }
-
-
-class FaultyFsync:
-    """The journal's fsync seam: fails with ``EIO`` while armed, else ``os.fsync``."""
-
-    def __init__(self) -> None:
-        self.failing_until = 0.0
-        self.failures = 0
-
-    def arm(self, seconds: float) -> None:
-        self.failing_until = time.monotonic() + seconds
-
-    def __call__(self, fd: int) -> None:
-        if time.monotonic() < self.failing_until:
-            self.failures += 1
-            raise OSError(errno.EIO, "chaos: injected fsync failure")
-        os.fsync(fd)
-
-
-class _CrashOnCue:
-    """A message no actor knows: any attribute read raises, so a handler that looks at it
-    crashes (conventions.md item 12: an actor that crashes on cue)."""
-
-    def __getattr__(self, name: str) -> Any:
-        raise RuntimeError(f"chaos: crash on cue ({name})")
-
-
-def _marker(index: int) -> str:
-    return f"<chaos-s{index:02d}>"
-
-
-def _tag(number: int) -> str:
-    return f"[turn {number:04d}]"
-
-
-def _url(index: int, number: int) -> str:
-    return f"https://chaos.test/s{index:02d}/t{number:04d}"
-
-
-#: The script a run's model server starts with; each turn's steps are added just before it
-#: starts (``ScriptedModelServer.extend``), so a long run holds only the steps in flight.
-SCRIPT_HEAD: dict[str, Any] = {"models": ["chaos-model"], "steps": []}
-
-
-def turn_steps(s: int, n: int, fault: str | None = None) -> list[dict[str, Any]]:
-    """The steps for session *s*, turn *n*: a tool step (one page-changing ``new_tab`` with a
-    unique URL and a host-side ``note_set``), then a text answer; a model *fault* goes first."""
-    marker = _marker(s)
-    first = {"user_contains": _tag(n), "tool_result": False}
-    steps: list[dict[str, Any]] = []
-    if fault == "model_5xx":
-        steps.append(
-            {"session": marker, "match": first, "fault": {"kind": "status", "status": 503}}
-        )
-    elif fault == "model_hang":
-        steps.append({"session": marker, "match": first, "fault": {"kind": "hang"}})
-    tool_step: dict[str, Any] = {
-        "session": marker,
-        "match": first,
-        "text": f"Opening step {n}.",
-        "tool_calls": [
-            {"name": "new_tab", "arguments": {"url": _url(s, n)}},
-            {"name": "note_set", "arguments": {"key": f"s{s}", "value": str(n)}},
-        ],
-    }
-    if fault == "model_disconnect":
-        tool_step["fault"] = {"kind": "disconnect", "after_chunks": 3}
-    steps.append(tool_step)
-    steps.append(
-        {
-            "session": marker,
-            "match": {"user_contains": _tag(n), "tool_result": True},
-            "text": f"Done with step {n}.",
-        }
-    )
-    return steps
-
-
-def _fds() -> int:
-    try:
-        return len(os.listdir("/proc/self/fd"))
-    except OSError:
-        return 0
-
-
-def _rss() -> int:
-    try:
-        with open("/proc/self/statm") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        import resource
-
-        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
-
-
-def daemon_growth(report: ChaosReport) -> int:
-    """RSS growth from warm to end less the growth of the harness's own records."""
-    return (report.rss[1] - report.rss[0]) - (report.harness[1] - report.harness[0])
-
-
-def deep_size(root: object) -> int:
-    """Bytes held by *root* and everything it reaches through containers and slotted records
-    (each object counted once; shared immortal objects such as None and small ints excluded)."""
-    seen: set[int] = set()
-    total = 0
-    stack = [root]
-    while stack:
-        obj = stack.pop()
-        if id(obj) in seen or obj is None or isinstance(obj, bool):
-            continue
-        seen.add(id(obj))
-        total += sys.getsizeof(obj)
-        if isinstance(obj, dict):
-            stack.extend(obj.keys())
-            stack.extend(obj.values())
-        elif isinstance(obj, list | tuple | set | frozenset):
-            stack.extend(obj)
-        elif hasattr(type(obj), "__slots__") and not isinstance(obj, str | bytes | int | float):
-            slots: tuple[str, ...] = getattr(type(obj), "__slots__", ())
-            stack.extend(getattr(obj, name, None) for name in slots)
-    return total
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return 0.0
-    at = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return round(ordered[at], 1)
-
-
-class PeerLike(Protocol):
-    """What the run and its checks need of a fake browser profile (in-process or process mode)."""
-
-    index: int
-    install_id: str
-    browser: FakeBrowser
-
-    async def wait_ready(self, session_id: str, timeout: float) -> bool: ...
-
-    def send_chat(self, session_id: str, number: int, text: str) -> TurnRecord: ...
-
-
-@dataclass(slots=True)
-class _Injected:
-    kind: str
-    at: float
-    detail: str = ""
-    sessions: frozenset[str] = frozenset()  # the sessions it hit; empty: all of them
-
-
-class _Run:
+class _Run(InvariantChecks):
     """One in-process run (see the module docstring)."""
 
     def __init__(self, opts: ChaosOptions, home: Path) -> None:
@@ -554,176 +320,6 @@ class _Run:
             roots.append(self.model.served_faults)
         return deep_size(roots)
 
-    # -- the invariants -------------------------------------------------------------------------
-
-    def _journals(self) -> dict[str, list[dict[str, Any]]]:
-        by_session: dict[str, list[dict[str, Any]]] = {}
-        for sid, (peer, _) in self.session_peer.items():
-            path = (
-                sessions_dir(self.home) / safe_name(peer.install_id) / (safe_name(sid) + ".journal")
-            )
-            try:
-                records, _ = scan_records(path.read_bytes())
-            except OSError:
-                records = []
-            by_session[sid] = records
-        return by_session
-
-    def _check(self, report: ChaosReport) -> None:
-        rec = self.recorder
-        turns = rec.turns
-        report.turns_run = len(turns)
-        report.turns_completed = sum(1 for t in turns if t.end_type == "chat.done")
-        report.definite_errors = sum(1 for t in turns if t.end_type == "chat.error")
-        report.hung = sum(1 for t in turns if t.ends == 0)
-        report.extra_ends = len(rec.extra_ends)
-        report.faults_injected = dict(sorted(Counter(i.kind for i in self.injected).items()))
-        for kind in MODEL_FAULTS:
-            served = self._model_faults_served(kind)
-            self.injected += served
-            if served:
-                report.faults_injected[kind] = len(served)
-        hung_turns = [t for t in turns if t.ends == 0]
-        if hung_turns:
-            journals = self._journals()
-            for t in hung_turns:
-                trail = [
-                    str(r.get("k"))
-                    for r in journals.get(t.session_id, [])
-                    if r.get("turn") == t.turn_id
-                ]
-                report.problems.append(
-                    f"hung: {t.turn_id} (no end in {self.opts.turn_deadline:g} s; journal: "
-                    f"{' '.join(trail) or 'nothing'})"
-                )
-        for sid, kind, _ in rec.extra_ends:
-            report.problems.append(f"extra {kind} for {sid} (no chat.send open)")
-
-        peers = {p.index: p for p, _ in self.session_peer.values()}.values()
-        executed = [e for p in peers for e in p.browser.executed if e.page_changing]
-        report.page_changing_executed = len(executed)
-        report.duplicated = self._duplicates(executed, report)
-        journals = self._journals()
-        report.not_unknown = self._check_unknown(executed, journals, report)
-        report.not_journaled = self._check_journal(turns, journals, report)
-        report.recovery_ms, report.lost = self._recovery(turns, report)
-
-        report.invariants = {
-            "one_end": report.hung == 0 and report.extra_ends == 0,
-            "no_duplicate": report.duplicated == 0,
-            "unknown_reported": report.not_unknown == 0,
-            "journaled": report.not_journaled == 0,
-            "recovered": report.lost == 0,
-            "flat": report.fds[1] - report.fds[0] <= FD_SLACK
-            and daemon_growth(report) <= RSS_SLACK_BYTES,
-        }
-        if not report.invariants["flat"]:
-            report.problems.append(f"fds {report.fds}, rss {report.rss}")
-
-    def _model_faults_served(self, kind: str) -> list[_Injected]:
-        """The scripted model faults of *kind* that a request reached (at its arrival time)."""
-        assert self.model is not None
-        wanted = {
-            (_marker(s), _tag(n)): f"session {s} turn {n}"
-            for (s, n), k in self.model_faults.items()
-            if k == kind
-        }
-        served: list[_Injected] = []
-        for at, step in self.model.served_faults:
-            where = wanted.pop((step.session or "", step.user_contains or ""), None)
-            if where is not None:
-                served.append(_Injected(kind, at, where))
-        return served
-
-    def _duplicates(self, executed: list[Executed], report: ChaosReport) -> int:
-        by_call = Counter(f"{e.link}:{e.call_id}" for e in executed)
-        by_key = Counter((e.op, e.key) for e in executed if e.op == "tab.new")
-        dups = [c for c, n in by_call.items() if n > 1] + [
-            f"{op} {key}" for (op, key), n in by_key.items() if n > 1
-        ]
-        for d in dups:
-            report.problems.append(f"page-changing command executed twice: {d}")
-        return len(dups)
-
-    def _check_unknown(
-        self,
-        executed: list[Executed],
-        journals: dict[str, list[dict[str, Any]]],
-        report: ChaosReport,
-    ) -> int:
-        calls: dict[str, dict[str, Any]] = {}
-        results: dict[str, dict[str, Any]] = {}
-        for records in journals.values():
-            for r in records:
-                if r.get("k") == "call" and isinstance(r.get("args"), dict):
-                    url = r["args"].get("url")
-                    if isinstance(url, str):
-                        calls[url] = r
-                elif r.get("k") == "result":
-                    results[str(r.get("id"))] = r
-        bad = 0
-        for e in executed:
-            if e.op != "tab.new":
-                continue
-            call = calls.get(e.key)
-            if call is None:
-                continue  # a chat the journal lost is reported by the journal check
-            result = results.get(str(call.get("id")))
-            journaled = result.get("outcome") if result else None
-            shown = self.recorder.tool_outcomes.get(str(call.get("id")))
-            outcomes = {o for o in (journaled, shown) if o is not None}
-            wrong = "error" in outcomes or (e.delivered is False and "ok" in outcomes)
-            if wrong:
-                bad += 1
-                report.problems.append(
-                    f"interrupted {e.op} {e.key} (fault {e.fault}) reported {sorted(outcomes)}"
-                )
-        return bad
-
-    def _check_journal(
-        self,
-        turns: list[TurnRecord],
-        journals: dict[str, list[dict[str, Any]]],
-        report: ChaosReport,
-    ) -> int:
-        ended: dict[str, set[str]] = defaultdict(set)
-        for sid, records in journals.items():
-            for r in records:
-                if r.get("k") == "end" and r.get("outcome") in ("done", "cancelled"):
-                    ended[sid].add(str(r.get("turn")))
-        bad = 0
-        for t in turns:
-            if t.end_type == "chat.done" and t.turn_id not in ended[t.session_id]:
-                bad += 1
-                report.problems.append(f"completed turn {t.turn_id} is not in the journal")
-        return bad
-
-    def _recovery(
-        self, turns: list[TurnRecord], report: ChaosReport
-    ) -> tuple[dict[str, dict[str, float]], int]:
-        done = sorted(
-            (t.session_id, t.sent_at, t.ended_at)
-            for t in turns
-            if t.end_type == "chat.done" and t.ended_at is not None
-        )
-        by_kind: dict[str, list[float]] = defaultdict(list)
-        lost = 0
-        for inj in self.injected:
-            hit = inj.sessions
-            after = [end for sid, sent, end in done if sent >= inj.at and (not hit or sid in hit)]
-            if not any(t.sent_at >= inj.at and (not hit or t.session_id in hit) for t in turns):
-                continue  # no turn was sent after it (the run ended): nothing to measure
-            if not after:
-                lost += 1
-                report.problems.append(f"no turn completed after {inj.kind} ({inj.detail})")
-                continue
-            by_kind[inj.kind].append((min(after) - inj.at) * 1000)
-        stats = {
-            k: {"n": len(v), "p50": _pct(v, 0.5), "p99": _pct(v, 0.99)}
-            for k, v in sorted(by_kind.items())
-        }
-        return stats, lost
-
 
 async def run_chaos(opts: ChaosOptions) -> ChaosReport:
     """Run one in-process chaos run and check its invariants (see the module docstring)."""
@@ -731,47 +327,6 @@ async def run_chaos(opts: ChaosOptions) -> ChaosReport:
         return await _Run(opts, opts.home).run()
     with tempfile.TemporaryDirectory(prefix="browy-chaos-") as tmp:
         return await _Run(opts, Path(tmp) / "home").run()
-
-
-def format_table(report: ChaosReport) -> str:
-    """The human-readable report."""
-    lines = [
-        f"browy chaos{'  --process' if report.mode == 'process' else ''}  seed={report.seed}  "
-        f"duration={report.duration:g}s  sessions={report.sessions}",
-        "",
-        f"{'fault':<20}{'injected':>9}{'recovery p50 ms':>17}{'p99 ms':>10}",
-    ]
-    for kind, n in sorted(report.faults_injected.items()):
-        rec = report.recovery_ms.get(kind, {})
-        p50 = f"{rec['p50']:.0f}" if rec else "-"
-        p99 = f"{rec['p99']:.0f}" if rec else "-"
-        lines.append(f"{kind:<20}{n:>9}{p50:>17}{p99:>10}")
-    lines += [
-        "",
-        f"turns run {report.turns_run}   completed {report.turns_completed}   "
-        f"definite errors {report.definite_errors}",
-        f"hung {report.hung}   duplicated {report.duplicated}   lost {report.lost}   "
-        f"extra ends {report.extra_ends}   page-changing executed {report.page_changing_executed}",
-        f"open fds {report.fds[0]} -> {report.fds[1]}   "
-        f"rss {report.rss[0] // 2**20} -> {report.rss[1] // 2**20} MiB"
-        + ("  (the daemon's)" if report.mode == "process" else "")
-        + (
-            f" (the harness's records: {report.harness[0] // 2**20} -> "
-            f"{report.harness[1] // 2**20} MiB)"
-            if report.harness[1]
-            else ""
-        ),
-    ]
-    if report.processes:
-        lines.append("processes " + "   ".join(f"{k} {v}" for k, v in report.processes.items()))
-    lines.append("")
-    for name in INVARIANTS:
-        if name in report.invariants:
-            lines.append(f"  {'PASS' if report.invariants[name] else 'FAIL'}  {name}")
-    for problem in report.problems[:20]:
-        lines.append(f"  ! {problem}")
-    lines.append("OK" if report.ok else "FAILED: an invariant does not hold")
-    return "\n".join(lines)
 
 
 def _parse_faults(text: str) -> tuple[str, ...]:

@@ -14,18 +14,22 @@ reported unknown".
 Faults are armed on the peer and fire on the next matching frame or command (the seams of
 conventions.md item 12): frames corrupted, truncated, duplicated, delayed or reordered on their way
 to the daemon; browser calls answered late, never, or twice; the link dropped or torn.
+
+The records and the browser live in their own modules, re-exported here: :class:`TurnRecord`,
+:class:`Recorder` and :func:`to_panels` in :mod:`nativehost.chaos_panels`; :class:`FakeBrowser`,
+:class:`Executed` and the request tables in :mod:`nativehost.chaos_browser`. The fault kinds are in
+:mod:`nativehost.chaos_faults`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import random
 import struct
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +39,8 @@ import orjson
 from actors.link_stream import LinkStream
 from actors.relay_core import Action, LinkState, RelayCore, ToDaemon, ToDaemonControl, ToExtension
 from messages.link import LinkControl, LinkData, encode_link
+from nativehost.chaos_browser import HOST_REQUESTS, PAGE_CHANGING_CDP, Executed, FakeBrowser
+from nativehost.chaos_panels import Recorder, TurnRecord, to_panels
 from nativehost.link import open_link
 
 __all__ = [
@@ -53,235 +59,8 @@ log = logging.getLogger(__name__)
 
 ORIGIN = "chrome-extension://kmfpcmoidebagkbcjhngabjpcgedcmna/"
 
-#: What the host asks of the browser (answered with ``tool.result``).
-HOST_REQUESTS = frozenset(
-    {"cdp.send", "tab.new", "tab.close", "tab.list", "tab.getActive", "tab.activate"}
-)
-#: CDP methods that change the page (protocol.md section 5, "No replay").
-PAGE_CHANGING_CDP = frozenset(
-    {"Page.navigate", "Page.reload", "Page.close", "Page.navigateToHistoryEntry"}
-)
 #: Seconds after which the host has given up on a browser call (CdpProxy deadline is 10 s).
 LATE_ANSWER_S = 10.8
-
-
-@dataclass(slots=True)
-class TurnRecord:
-    """One ``chat.send`` as the panel saw it."""
-
-    session_id: str
-    turn_id: str
-    number: int
-    sent_at: float
-    ended_at: float | None = None
-    end_type: str | None = None
-    code: str | None = None
-    ends: int = 0
-
-
-@dataclass(slots=True)
-class Executed:
-    """One browser command the fake browser carried out."""
-
-    call_id: str
-    session_id: str
-    op: str
-    key: str
-    page_changing: bool
-    at: float
-    fault: str | None = None
-    delivered: bool | None = None  # None: handed to the link, fate unknown
-    link: str = ""  # "peer/link number": call ids are per connection
-
-
-class Recorder:
-    """What the panels saw, shared by every peer of a run.
-
-    It keeps a few small fields per turn (a one-hour soak runs ~100k turns in the same process as
-    the daemon it measures for flat memory): the end, and each tool call's outcome.
-    """
-
-    def __init__(self) -> None:
-        self.ended_turn_ids: set[str] = set()
-        self.second_ends_dropped = 0
-        self.turns: list[TurnRecord] = []
-        self.open: dict[str, TurnRecord] = {}
-        self.extra_ends: list[tuple[str, str, float]] = []
-        self.tool_outcomes: dict[str, str] = {}  # callId -> outcome shown in the panel
-        self._waiting: dict[str, asyncio.Event] = {}  # turnId -> set at its first end
-
-    def sent(self, session_id: str, turn_id: str, number: int) -> TurnRecord:
-        rec = TurnRecord(session_id, turn_id, number, time.monotonic())
-        self.turns.append(rec)
-        self.open[session_id] = rec
-        self._waiting[turn_id] = asyncio.Event()
-        return rec
-
-    async def wait_end(self, rec: TurnRecord, deadline: float) -> bool:
-        """Wait up to *deadline* seconds for *rec*'s first end; False if none came."""
-        event = self._waiting.get(rec.turn_id)
-        if event is not None:
-            try:
-                async with asyncio.timeout(deadline):
-                    await event.wait()
-            except TimeoutError:
-                pass
-            finally:
-                self._waiting.pop(rec.turn_id, None)
-        return rec.ends > 0
-
-    def tool_result(self, msg: dict[str, Any]) -> None:
-        outcome = msg.get("outcome")
-        if isinstance(outcome, str):
-            self.tool_outcomes[str(msg.get("callId"))] = outcome
-
-    def ended(
-        self, session_id: str, end_type: str, code: str | None, turn_id: str | None = None
-    ) -> None:
-        # The extension's worker drops a second end of a turn it already saw end (v2 ends carry
-        # the turnId; extension/lib/background.js isSecondEnd): so does this stand-in.
-        if turn_id is not None:
-            if turn_id in self.ended_turn_ids:
-                self.second_ends_dropped += 1
-                return
-            self.ended_turn_ids.add(turn_id)
-            current = self.open.get(session_id)
-            if current is not None and current.turn_id != turn_id:
-                # An end for another turn than the one open: never let it close this one.
-                self.extra_ends.append((session_id, end_type, time.monotonic()))
-                return
-        rec = self.open.pop(session_id, None)
-        if rec is None:
-            self.extra_ends.append((session_id, end_type, time.monotonic()))
-            return
-        rec.ends += 1
-        rec.end_type = end_type
-        rec.code = code
-        rec.ended_at = time.monotonic()
-        event = self._waiting.get(rec.turn_id)
-        if event is not None:
-            event.set()
-
-
-def to_panels(
-    msg: dict[str, Any],
-    recorder: Recorder,
-    ready: Mapping[str, asyncio.Event],
-    send: Callable[[dict[str, Any]], object],
-) -> None:
-    """Do what the extension's panels do with a host message (a peer handles browser calls and
-    its port's own messages itself, and passes the rest here); other messages are ignored.
-
-    Tool results and the ends of a known session (one in *ready*) are recorded, a known
-    session's ``session.ready`` sets its event, approvals are allowed and questions cancelled
-    through *send* (what the extension sends: the peer's way to the daemon).
-    """
-    kind = msg.get("type")
-    sid: Any = msg.get("sessionId")
-    if kind in ("chat.done", "chat.error") and sid in ready:
-        turn = msg.get("turnId")
-        recorder.ended(sid, kind, msg.get("code"), turn if isinstance(turn, str) else None)
-    elif kind == "chat.tool_result":
-        recorder.tool_result(msg)
-    elif kind == "session.ready" and sid in ready:
-        ready[sid].set()
-    elif kind == "approval.request":
-        # The panel allows guarded actions (the harness tests the host, not the user).
-        send(
-            {
-                "type": "approval.response",
-                "sessionId": sid,
-                "approvalId": msg.get("approvalId"),
-                "decision": "allow",
-            }
-        )
-    elif kind == "user.ask":
-        send(
-            {"type": "user.answer", "sessionId": sid, "askId": msg.get("askId"), "cancelled": True}
-        )
-
-
-MAX_TABS = 40
-
-
-class FakeBrowser:
-    """An in-memory browser: tabs with a URL and a title; every command is recorded."""
-
-    def __init__(self) -> None:
-        self.tabs: dict[int, dict[str, Any]] = {
-            1: {"tabId": 1, "url": "https://chaos.test/", "title": "Chaos", "windowId": 1}
-        }
-        self.active = 1
-        self._ids = itertools.count(2)
-        self.executed: list[Executed] = []  # page-changing commands
-        self.reads = 0  # other commands
-
-    def _record(self, rec: Executed) -> None:
-        if rec.page_changing:  # what the invariants look at; the rest is only counted
-            self.executed.append(rec)
-        else:
-            self.reads += 1
-
-    def _info(self, tab_id: int) -> dict[str, Any]:
-        return {**self.tabs[tab_id], "active": tab_id == self.active}
-
-    def execute(self, msg: dict[str, Any]) -> tuple[Executed, bool, Any]:
-        """Carry out one host request; returns (its record, ok, result or error text)."""
-        kind = str(msg.get("type"))
-        call_id = str(msg.get("callId"))
-        sid = str(msg.get("sessionId"))
-        now = time.monotonic()
-        if kind == "cdp.send":
-            method = str(msg.get("method"))
-            changing = method in PAGE_CHANGING_CDP or method.startswith("Input.")
-            params = msg.get("params") or {}
-            rec = Executed(call_id, sid, method, str(params.get("url", "")), changing, now)
-            self._record(rec)
-            tab_id = msg.get("tabId")
-            if method == "Page.close" and isinstance(tab_id, int):
-                self.tabs.pop(tab_id, None)
-                return rec, True, {"tabId": tab_id, "result": {}}
-            if changing:
-                return rec, True, {"tabId": tab_id, "result": {}}
-            return rec, False, f"{method} is not supported by the chaos browser"
-        changing = kind in ("tab.new", "tab.close")
-        key = str(msg.get("url") or msg.get("tabId") or "")
-        rec = Executed(call_id, sid, kind, key, changing, now)
-        self._record(rec)
-        if kind == "tab.new":
-            tab_id = next(self._ids)
-            self.tabs[tab_id] = {"tabId": tab_id, "url": key, "title": key, "windowId": 1}
-            while len(self.tabs) > MAX_TABS:  # the user closes old tabs, as people do
-                self.tabs.pop(next(iter(self.tabs)))
-            if msg.get("active", True) is not False:
-                self.active = tab_id
-            return rec, True, self._info(tab_id)
-        if kind == "tab.close":
-            self.tabs.pop(int(msg.get("tabId") or 0), None)
-            return rec, True, None
-        if kind == "tab.list":
-            return rec, True, [self._info(t) for t in self.tabs]
-        if kind == "tab.getActive":
-            if self.active not in self.tabs:
-                self.active = next(iter(self.tabs), 0)
-            return rec, True, self._info(self.active) if self.active else None
-        if kind == "tab.activate":
-            tab_id = int(msg.get("tabId") or 0)
-            if tab_id not in self.tabs:
-                return rec, False, "No tab with given id"
-            self.active = tab_id
-            return rec, True, self._info(tab_id)
-        return rec, False, f"{kind} is not supported"
-
-
-FRAME_FAULTS = (
-    "frame_corrupt",
-    "frame_truncated",
-    "frame_duplicate",
-    "frame_delay",
-    "frame_reorder",
-)
-BROWSER_FAULTS = ("browser_late", "browser_never", "browser_twice")
 
 
 @dataclass(slots=True)

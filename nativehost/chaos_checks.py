@@ -1,0 +1,235 @@
+"""The invariants of ``browy chaos``, checked over a run's records and journals after it ends.
+
+The invariants themselves (``one_end``, ``no_duplicate``, ``unknown_reported``, ``journaled``,
+``recovered``, ``flat``) are described in :mod:`nativehost.chaos`. :class:`InvariantChecks` is the
+part of a run (``nativehost.chaos._Run``, and through it process mode's ``_ProcessRun``) that reads
+what the panels saw (:class:`nativehost.chaos_panels.Recorder`), what the fake browsers executed,
+the faults injected and the chats' journals, and fills in the :class:`ChaosReport`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any, Protocol
+
+from actors.store import sessions_dir
+from actors.store_writer import safe_name, scan_records
+from nativehost.chaos_browser import Executed, FakeBrowser
+from nativehost.chaos_faults import MODEL_FAULTS, _Injected, _marker, _tag
+from nativehost.chaos_panels import Recorder, TurnRecord
+from nativehost.chaos_report import ChaosOptions, ChaosReport
+from nativehost.model_server import ScriptedModelServer
+
+__all__ = ["FD_SLACK", "RSS_SLACK_BYTES", "InvariantChecks", "PeerLike", "daemon_growth"]
+
+FD_SLACK = 24
+RSS_SLACK_BYTES = 96 * 1024 * 1024
+
+
+def daemon_growth(report: ChaosReport) -> int:
+    """RSS growth from warm to end less the growth of the harness's own records."""
+    return (report.rss[1] - report.rss[0]) - (report.harness[1] - report.harness[0])
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    at = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return round(ordered[at], 1)
+
+
+class PeerLike(Protocol):
+    """What the run and its checks need of a fake browser profile (in-process or process mode)."""
+
+    index: int
+    install_id: str
+    browser: FakeBrowser
+
+    async def wait_ready(self, session_id: str, timeout: float) -> bool: ...
+
+    def send_chat(self, session_id: str, number: int, text: str) -> TurnRecord: ...
+
+
+class InvariantChecks:
+    """The invariant checks of a run, mixed into ``nativehost.chaos._Run``: ``_check(report)``
+    fills in the report's counts, problems and invariants from what the run recorded."""
+
+    opts: ChaosOptions
+    home: Path
+    recorder: Recorder
+    injected: list[_Injected]
+    session_peer: dict[str, tuple[PeerLike, int]]
+    model: ScriptedModelServer | None
+    model_faults: dict[tuple[int, int], str]
+
+    # -- the invariants -------------------------------------------------------------------------
+
+    def _journals(self) -> dict[str, list[dict[str, Any]]]:
+        by_session: dict[str, list[dict[str, Any]]] = {}
+        for sid, (peer, _) in self.session_peer.items():
+            path = (
+                sessions_dir(self.home) / safe_name(peer.install_id) / (safe_name(sid) + ".journal")
+            )
+            try:
+                records, _ = scan_records(path.read_bytes())
+            except OSError:
+                records = []
+            by_session[sid] = records
+        return by_session
+
+    def _check(self, report: ChaosReport) -> None:
+        rec = self.recorder
+        turns = rec.turns
+        report.turns_run = len(turns)
+        report.turns_completed = sum(1 for t in turns if t.end_type == "chat.done")
+        report.definite_errors = sum(1 for t in turns if t.end_type == "chat.error")
+        report.hung = sum(1 for t in turns if t.ends == 0)
+        report.extra_ends = len(rec.extra_ends)
+        report.faults_injected = dict(sorted(Counter(i.kind for i in self.injected).items()))
+        for kind in MODEL_FAULTS:
+            served = self._model_faults_served(kind)
+            self.injected += served
+            if served:
+                report.faults_injected[kind] = len(served)
+        hung_turns = [t for t in turns if t.ends == 0]
+        if hung_turns:
+            journals = self._journals()
+            for t in hung_turns:
+                trail = [
+                    str(r.get("k"))
+                    for r in journals.get(t.session_id, [])
+                    if r.get("turn") == t.turn_id
+                ]
+                report.problems.append(
+                    f"hung: {t.turn_id} (no end in {self.opts.turn_deadline:g} s; journal: "
+                    f"{' '.join(trail) or 'nothing'})"
+                )
+        for sid, kind, _ in rec.extra_ends:
+            report.problems.append(f"extra {kind} for {sid} (no chat.send open)")
+
+        peers = {p.index: p for p, _ in self.session_peer.values()}.values()
+        executed = [e for p in peers for e in p.browser.executed if e.page_changing]
+        report.page_changing_executed = len(executed)
+        report.duplicated = self._duplicates(executed, report)
+        journals = self._journals()
+        report.not_unknown = self._check_unknown(executed, journals, report)
+        report.not_journaled = self._check_journal(turns, journals, report)
+        report.recovery_ms, report.lost = self._recovery(turns, report)
+
+        report.invariants = {
+            "one_end": report.hung == 0 and report.extra_ends == 0,
+            "no_duplicate": report.duplicated == 0,
+            "unknown_reported": report.not_unknown == 0,
+            "journaled": report.not_journaled == 0,
+            "recovered": report.lost == 0,
+            "flat": report.fds[1] - report.fds[0] <= FD_SLACK
+            and daemon_growth(report) <= RSS_SLACK_BYTES,
+        }
+        if not report.invariants["flat"]:
+            report.problems.append(f"fds {report.fds}, rss {report.rss}")
+
+    def _model_faults_served(self, kind: str) -> list[_Injected]:
+        """The scripted model faults of *kind* that a request reached (at its arrival time)."""
+        assert self.model is not None
+        wanted = {
+            (_marker(s), _tag(n)): f"session {s} turn {n}"
+            for (s, n), k in self.model_faults.items()
+            if k == kind
+        }
+        served: list[_Injected] = []
+        for at, step in self.model.served_faults:
+            where = wanted.pop((step.session or "", step.user_contains or ""), None)
+            if where is not None:
+                served.append(_Injected(kind, at, where))
+        return served
+
+    def _duplicates(self, executed: list[Executed], report: ChaosReport) -> int:
+        by_call = Counter(f"{e.link}:{e.call_id}" for e in executed)
+        by_key = Counter((e.op, e.key) for e in executed if e.op == "tab.new")
+        dups = [c for c, n in by_call.items() if n > 1] + [
+            f"{op} {key}" for (op, key), n in by_key.items() if n > 1
+        ]
+        for d in dups:
+            report.problems.append(f"page-changing command executed twice: {d}")
+        return len(dups)
+
+    def _check_unknown(
+        self,
+        executed: list[Executed],
+        journals: dict[str, list[dict[str, Any]]],
+        report: ChaosReport,
+    ) -> int:
+        calls: dict[str, dict[str, Any]] = {}
+        results: dict[str, dict[str, Any]] = {}
+        for records in journals.values():
+            for r in records:
+                if r.get("k") == "call" and isinstance(r.get("args"), dict):
+                    url = r["args"].get("url")
+                    if isinstance(url, str):
+                        calls[url] = r
+                elif r.get("k") == "result":
+                    results[str(r.get("id"))] = r
+        bad = 0
+        for e in executed:
+            if e.op != "tab.new":
+                continue
+            call = calls.get(e.key)
+            if call is None:
+                continue  # a chat the journal lost is reported by the journal check
+            result = results.get(str(call.get("id")))
+            journaled = result.get("outcome") if result else None
+            shown = self.recorder.tool_outcomes.get(str(call.get("id")))
+            outcomes = {o for o in (journaled, shown) if o is not None}
+            wrong = "error" in outcomes or (e.delivered is False and "ok" in outcomes)
+            if wrong:
+                bad += 1
+                report.problems.append(
+                    f"interrupted {e.op} {e.key} (fault {e.fault}) reported {sorted(outcomes)}"
+                )
+        return bad
+
+    def _check_journal(
+        self,
+        turns: list[TurnRecord],
+        journals: dict[str, list[dict[str, Any]]],
+        report: ChaosReport,
+    ) -> int:
+        ended: dict[str, set[str]] = defaultdict(set)
+        for sid, records in journals.items():
+            for r in records:
+                if r.get("k") == "end" and r.get("outcome") in ("done", "cancelled"):
+                    ended[sid].add(str(r.get("turn")))
+        bad = 0
+        for t in turns:
+            if t.end_type == "chat.done" and t.turn_id not in ended[t.session_id]:
+                bad += 1
+                report.problems.append(f"completed turn {t.turn_id} is not in the journal")
+        return bad
+
+    def _recovery(
+        self, turns: list[TurnRecord], report: ChaosReport
+    ) -> tuple[dict[str, dict[str, float]], int]:
+        done = sorted(
+            (t.session_id, t.sent_at, t.ended_at)
+            for t in turns
+            if t.end_type == "chat.done" and t.ended_at is not None
+        )
+        by_kind: dict[str, list[float]] = defaultdict(list)
+        lost = 0
+        for inj in self.injected:
+            hit = inj.sessions
+            after = [end for sid, sent, end in done if sent >= inj.at and (not hit or sid in hit)]
+            if not any(t.sent_at >= inj.at and (not hit or t.session_id in hit) for t in turns):
+                continue  # no turn was sent after it (the run ended): nothing to measure
+            if not after:
+                lost += 1
+                report.problems.append(f"no turn completed after {inj.kind} ({inj.detail})")
+                continue
+            by_kind[inj.kind].append((min(after) - inj.at) * 1000)
+        stats = {
+            k: {"n": len(v), "p50": _pct(v, 0.5), "p99": _pct(v, 0.99)}
+            for k, v in sorted(by_kind.items())
+        }
+        return stats, lost
