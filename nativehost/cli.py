@@ -168,3 +168,7 @@ def main(
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+if __name__ == "__main__":  # python -m nativehost.cli, as the browy script does
+    sys.exit(main())
