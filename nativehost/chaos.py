@@ -40,7 +40,11 @@ Invariants checked after every run (a non-zero exit if one fails):
   ``error``; none is ever reported ``error``;
 - ``journaled``: every turn that ended in ``chat.done`` is in its chat's journal with an end;
 - ``recovered``: after every fault, a turn sent later completed (``lost = 0``);
-- ``flat``: open file descriptors and memory do not grow over the run.
+- ``flat``: open file descriptors and memory do not grow over the run;
+- ``supervised`` (in-process): every exit of a supervised agent actor was followed by its restart
+  within 5 s, restarts stayed within the restart intensity, more exits than it allows escalated,
+  and every injected crash shows as an exit (:func:`nativehost.chaos_checks.check_supervision`).
+  A daemon whose supervisor escalated exits; the harness starts a new one, as the relays would.
 
 The report (JSON, plus a human table) has faults injected by kind, turns run, completed, definite
 errors, hung, duplicated, lost, and the recovery time p50/p99 per fault kind.
@@ -95,6 +99,7 @@ from nativehost.chaos_report import INVARIANTS, ChaosOptions, ChaosReport, forma
 from nativehost.config import load_config
 from nativehost.model_server import ScriptedModelServer
 from nativehost.server import DaemonServer
+from supervisors.agent import AgentHub
 
 __all__ = [
     "ALL_FAULTS",
@@ -127,6 +132,9 @@ class _Run(InvariantChecks):
         self.peers: list[ChaosPeer] = []
         self.session_peer: dict[str, tuple[PeerLike, int]] = {}
         self.server: DaemonServer | None = None
+        self._hubs: list[AgentHub] = []  # every daemon of the run (one, unless one escalated)
+        self._stopping = False
+        self.daemon_restarts = 0
         self.model: ScriptedModelServer | None = None
         self.model_faults: dict[tuple[int, int], str] = {}
         self.stop_sending = 0.0
@@ -160,16 +168,7 @@ class _Run(InvariantChecks):
             "idle_exit_seconds = 0\n"
             f"turn_concurrency = {min(64, max(4, self.opts.sessions))}\n"
         )
-        config = load_config(self.home, env={})
-        # The store seam (ChatStore(fsync_fn=)): a store whose fsync can fail.
-        server = DaemonServer(
-            self.home,
-            config,
-            version="chaos",
-            store=ChatStore(sessions_dir(self.home), fsync_fn=self.fsync),
-        )
-        self.server = server
-        self._serve_task = asyncio.ensure_future(server.serve())
+        self._start_server()
         npeers = self.opts.peers or max(1, (self.opts.sessions + 2) // 3)
         groups: list[list[str]] = [[] for _ in range(npeers)]
         for s in range(self.opts.sessions):
@@ -181,6 +180,31 @@ class _Run(InvariantChecks):
             for sid in sids:
                 self.session_peer[sid] = (peer, int(sid.rsplit("-", 1)[1]))
         await asyncio.gather(*(p.start() for p in self.peers))
+
+    def _start_server(self) -> None:
+        config = load_config(self.home, env={})
+        # The store seam (ChatStore(fsync_fn=)): a store whose fsync can fail.
+        server = DaemonServer(
+            self.home,
+            config,
+            version="chaos",
+            store=ChatStore(sessions_dir(self.home), fsync_fn=self.fsync),
+        )
+        self.server = server
+        self._hubs.append(server.hub)
+        self._serve_task = asyncio.ensure_future(server.serve())
+
+    async def _keep_daemon(self) -> None:
+        """A daemon whose agent supervisor escalated exits; the relays would start a new one.
+        So does the harness (the peers reconnect as relays do)."""
+        while True:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._serve_task)
+            if self._stopping:
+                return
+            log.warning("chaos: the daemon exited (its supervisor escalated); starting a new one")
+            self.daemon_restarts += 1
+            self._start_server()
 
     def _fault_fired(self, kind: str, peer: ChaosPeer) -> None:
         self.injected.append(_Injected(kind, time.monotonic(), f"peer {peer.index}"))
@@ -266,8 +290,10 @@ class _Run(InvariantChecks):
         )
         started = time.monotonic()
         self.stop_sending = started + self.opts.duration
+        keeper: asyncio.Future[None] | None = None
         try:
             await self._start()
+            keeper = asyncio.ensure_future(self._keep_daemon())
             sessions = [asyncio.ensure_future(self._session(s)) for s in self.session_peer]
             faults = asyncio.ensure_future(self._faults())
             # Warm: after the first faults and once the caches are full (the store keeps up to
@@ -286,7 +312,14 @@ class _Run(InvariantChecks):
             report.fds = (warm[0], end[0])
             report.rss = (warm[1], end[1])
             report.harness = (warm[2], end[2])
+            self.supervision = [e for hub in self._hubs for e in hub.supervision]
+            first = self._hubs[0]._sup if self._hubs else None
+            if first is not None:
+                self.intensity = (first.intensity.max_restarts, first.intensity.within_seconds)
         finally:
+            self._stopping = True
+            if keeper is not None:
+                keeper.cancel()
             for peer in self.peers:
                 await peer.close()
             if self.server is not None:
@@ -297,6 +330,8 @@ class _Run(InvariantChecks):
             if self.model is not None:
                 await self.model.stop()
         self._check(report)
+        if self.daemon_restarts:
+            report.supervision["daemon restarted"] = self.daemon_restarts
         return report
 
     async def _sample_rss(self, report: ChaosReport, started: float) -> None:

@@ -20,6 +20,7 @@ from nativehost.chaos_faults import MODEL_FAULTS, _Injected, _marker, _tag
 from nativehost.chaos_panels import Recorder, TurnRecord
 from nativehost.chaos_report import ChaosOptions, ChaosReport
 from nativehost.model_server import ScriptedModelServer
+from supervisors.supervisor import SupervisionEvent
 
 __all__ = ["FD_SLACK", "RSS_SLACK_BYTES", "InvariantChecks", "PeerLike", "daemon_growth"]
 
@@ -52,6 +53,57 @@ class PeerLike(Protocol):
     def send_chat(self, session_id: str, number: int, text: str) -> TurnRecord: ...
 
 
+#: How soon a supervised child that exited must be running again (or its supervisor have given
+#: up): a restart is immediate unless the child has a backoff.
+RESTART_DEADLINE_S = 5.0
+
+
+def check_supervision(
+    events: list[SupervisionEvent],
+    crashes: list[_Injected],
+    *,
+    max_restarts: int,
+    within_s: float,
+) -> tuple[dict[str, int], list[str]]:
+    """``supervised``: every exit of a supervised child was followed by its restart (or by the
+    supervisor's escalation) within :data:`RESTART_DEADLINE_S`; restarts stayed within the
+    intensity (at most *max_restarts* in any *within_s* window); more exits than that in a
+    window escalated; every injected crash of a supervised actor shows as its exit. Returns the
+    counts by event kind and the problems."""
+    problems: list[str] = []
+    counts: dict[str, int] = {k: n for k, n in Counter(e.kind for e in events).items()}
+    escalations = [e for e in events if e.kind == "escalated"]
+    for i, e in enumerate(events):
+        if e.kind != "exited":
+            continue
+        answered = any(
+            (later.kind == "restarted" and later.child == e.child) or later.kind == "escalated"
+            for later in events[i + 1 :]
+            if later.at - e.at <= RESTART_DEADLINE_S
+        )
+        if not answered:
+            problems.append(f"supervision: {e.child} exited and was not restarted in time")
+    for kind in ("restarted", "exited"):
+        times = [e.at for e in events if e.kind == kind]
+        for j, t in enumerate(times):
+            in_window = sum(1 for u in times[: j + 1] if u > t - within_s)
+            if in_window <= max_restarts:
+                continue
+            if kind == "restarted":
+                problems.append(f"supervision: {in_window} restarts within {within_s:g} s")
+            elif not any(x.at >= t for x in escalations):
+                problems.append(
+                    f"supervision: {in_window} exits within {within_s:g} s, no escalation"
+                )
+    exits = [e for e in events if e.kind == "exited"]
+    for crash in crashes:
+        if crash.detail == "connection":
+            continue  # connections are not supervised children: a crash closes their link
+        if not any(x.child == crash.detail and abs(crash.at - x.at) <= 2.0 for x in exits):
+            problems.append(f"supervision: the injected crash of {crash.detail} shows no exit")
+    return counts, problems
+
+
 class InvariantChecks:
     """The invariant checks of a run, mixed into ``nativehost.chaos._Run``: ``_check(report)``
     fills in the report's counts, problems and invariants from what the run recorded."""
@@ -63,6 +115,9 @@ class InvariantChecks:
     session_peer: dict[str, tuple[PeerLike, int]]
     model: ScriptedModelServer | None
     model_faults: dict[tuple[int, int], str]
+    #: In-process mode: what the daemon's agent supervisor did, and its restart intensity.
+    supervision: list[SupervisionEvent] | None = None
+    intensity: tuple[int, float] = (5, 10.0)
 
     # -- the invariants -------------------------------------------------------------------------
 
@@ -118,6 +173,17 @@ class InvariantChecks:
         report.not_journaled = self._check_journal(turns, journals, report)
         report.recovery_ms, report.lost = self._recovery(turns, report)
 
+        supervised = True
+        if self.supervision is not None:
+            counts, problems = check_supervision(
+                self.supervision,
+                [i for i in self.injected if i.kind == "actor_crash"],
+                max_restarts=self.intensity[0],
+                within_s=self.intensity[1],
+            )
+            report.supervision = counts
+            report.problems += problems
+            supervised = not problems
         report.invariants = {
             "one_end": report.hung == 0 and report.extra_ends == 0,
             "no_duplicate": report.duplicated == 0,
@@ -126,6 +192,7 @@ class InvariantChecks:
             "recovered": report.lost == 0,
             "flat": report.fds[1] - report.fds[0] <= FD_SLACK
             and daemon_growth(report) <= RSS_SLACK_BYTES,
+            **({"supervised": supervised} if self.supervision is not None else {}),
         }
         if not report.invariants["flat"]:
             report.problems.append(f"fds {report.fds}, rss {report.rss}")

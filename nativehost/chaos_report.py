@@ -24,6 +24,7 @@ INVARIANTS = (
     "journaled",
     "recovered",
     "flat",
+    "supervised",  # in-process mode only
     "no_leftover",  # process mode only
 )
 
@@ -73,6 +74,7 @@ class ChaosReport:
     problems: list[str] = field(default_factory=list)
     mode: str = "in-process"
     processes: dict[str, int] = field(default_factory=dict)  # process mode: relays, daemons...
+    supervision: dict[str, int] = field(default_factory=dict)  # in-process: exited, restarted...
 
     @property
     def ok(self) -> bool:
@@ -101,6 +103,7 @@ class ChaosReport:
             "harness_record_bytes": {"warm": self.harness[0], "end": self.harness[1]},
             "rss_samples": [[round(t, 1), b] for t, b in self.rss_samples],
             **({"processes": self.processes} if self.mode == "process" else {}),
+            **({"supervision": self.supervision} if self.mode != "process" else {}),
             "invariants": self.invariants,
             "ok": self.ok,
             "problems": self.problems[:50],
@@ -138,6 +141,10 @@ def format_table(report: ChaosReport) -> str:
     ]
     if report.processes:
         lines.append("processes " + "   ".join(f"{k} {v}" for k, v in report.processes.items()))
+    if report.supervision:
+        lines.append(
+            "supervisor " + "   ".join(f"{k} {v}" for k, v in sorted(report.supervision.items()))
+        )
     lines.append("")
     for name in INVARIANTS:
         if name in report.invariants:

@@ -35,6 +35,7 @@ Its parts, each in its own module:
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import weakref
 from collections.abc import Callable
@@ -64,7 +65,7 @@ from messages.wire_outbound import AuthStatus, ModelInfo, OutboundModel
 from supervisors.agent_config import AgentConfig, AgentSettings, HostServices, approval_mode
 from supervisors.agent_sessions import AgentSessions
 from supervisors.policy import RestartIntensity, Strategy
-from supervisors.supervisor import ChildSpec, Supervisor
+from supervisors.supervisor import ChildSpec, SupervisionEvent, Supervisor
 from supervisors.turn_launch import TurnLauncher
 
 if TYPE_CHECKING:
@@ -89,6 +90,9 @@ class AgentHub:
         self.connections: dict[int, Connection] = {}
         self._table = RouteTable()
         self._sup: Supervisor | None = None
+        #: What the agent's supervisor did lately (exits, restarts, an escalation): the fault
+        #: harness checks them against the restart intensity.
+        self.supervision: collections.deque[SupervisionEvent] = collections.deque(maxlen=1024)
         self._turn_tasks: set[asyncio.Task[None]] = set()
         self.models = ModelSide(settings.model, own=self._own)
         # The same word, left on disk by a relay that may have died before it could say it.
@@ -172,6 +176,7 @@ class AgentHub:
             ],
             strategy=Strategy.ONE_FOR_ONE,
             intensity=RestartIntensity(5, 10.0),
+            observer=self.supervision.append,
         )
         await self._sup.start()
         self.models.open()

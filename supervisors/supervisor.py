@@ -19,6 +19,9 @@ Promises (tested in ``tests/supervisors/test_supervisor.py``):
   child and ends with ``SupervisorEscalation`` from ``wait_stopped()`` / ``run()``. A supervisor is
   itself a ``Child`` (``ChildSpec(name, start=Supervisor(...).start)``), so its parent treats an
   escalation as a crash: supervisors nest.
+* **Observable.** An ``observer`` sees a :class:`SupervisionEvent` for every child exit it
+  handles (``exited``, abnormal or not), every ``restarted`` child, and the ``escalated`` end;
+  the fault harness checks restarts and escalations against the intensity with them.
 * **No task without an owner.** Children's tasks, their watchers and the control task belong to
   the supervisor. ``CancelledError`` (and ``KeyboardInterrupt``) are not failures: cancelling
   ``run()`` stops the tree cleanly and propagates.
@@ -34,7 +37,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from actors.runtime import Actor, ActorCell, Child, Ref, spawn
 from supervisors.policy import (
@@ -49,6 +52,7 @@ from supervisors.policy import (
 __all__ = [
     "ChildSpec",
     "ChildStartFailed",
+    "SupervisionEvent",
     "Supervisor",
     "SupervisorError",
     "SupervisorEscalation",
@@ -149,8 +153,21 @@ class _Request:
 
 
 class _Escalate(Exception):
-    def __init__(self, cause: BaseException | None) -> None:
+    def __init__(self, cause: BaseException | None, child: str) -> None:
         self.cause = cause
+        self.child = child
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SupervisionEvent:
+    """What a supervisor did: a child ``exited`` (``abnormal``: with an exception), was
+    ``restarted``, or the supervisor ``escalated`` (child: the one whose exit was one too many)."""
+
+    supervisor: str
+    child: str
+    kind: Literal["exited", "restarted", "escalated"]
+    at: float  # the supervisor's clock (monotonic seconds)
+    abnormal: bool = False
 
 
 class Supervisor:
@@ -164,8 +181,10 @@ class Supervisor:
         strategy: Strategy = Strategy.ONE_FOR_ONE,
         intensity: RestartIntensity | None = None,
         clock: Callable[[], float] = time.monotonic,
+        observer: Callable[[SupervisionEvent], None] | None = None,
     ) -> None:
         self._name = name
+        self._observer = observer
         self._specs = list(children)
         self._strategy = strategy
         self._intensity = intensity if intensity is not None else RestartIntensity(3, 5.0)
@@ -187,6 +206,24 @@ class Supervisor:
     @property
     def is_alive(self) -> bool:
         return self._task is not None and not self._done.is_set()
+
+    @property
+    def intensity(self) -> RestartIntensity:
+        return self._intensity
+
+    def _tell(
+        self, child: str, kind: Literal["exited", "restarted", "escalated"], **kw: Any
+    ) -> None:
+        if self._observer is None:
+            return
+        try:
+            self._observer(
+                SupervisionEvent(
+                    supervisor=self._name, child=child, kind=kind, at=self._clock(), **kw
+                )
+            )
+        except Exception:  # an observer never takes the tree down
+            log.exception("supervisor %r: the observer failed", self._name)
 
     async def start(self) -> Self:
         """Start the children in order; return once all have started (else ChildStartFailed)."""
@@ -317,6 +354,7 @@ class Supervisor:
                     await self._serve(event)
         except _Escalate as esc:
             log.error("supervisor %r: restart intensity exceeded, giving up", self._name)
+            self._tell(esc.child, "escalated")
             outcome = SupervisorEscalation(self._name, esc.cause)
         except BaseException:
             await self._shutdown_all()  # cancelled: tear down cleanly, then propagate
@@ -415,13 +453,14 @@ class Supervisor:
         abnormal = event.error is not None
         if abnormal:
             log.warning("supervisor %r: child %r failed", self._name, event.name)
+        self._tell(event.name, "exited", abnormal=abnormal)
         if not should_restart(slot.spec.restart, abnormal):
             if slot.spec.restart is RestartType.TEMPORARY:
                 del self._slots[event.name]
             self._changed()
             return
         if not self._intensity.record(self._clock()):
-            raise _Escalate(event.error)
+            raise _Escalate(event.error, event.name)
         names = children_to_restart(self._strategy, list(self._slots), event.name)
         for name in reversed(names):
             await self._stop_slot(self._slots[name])
@@ -439,11 +478,12 @@ class Supervisor:
         while True:
             try:
                 await self._start_slot(slot)
+                self._tell(slot.spec.name, "restarted")
                 return
             except Exception as exc:
                 log.warning("supervisor %r: restarting %r failed", self._name, slot.spec.name)
                 if not self._intensity.record(self._clock()):
-                    raise _Escalate(exc) from exc
+                    raise _Escalate(exc, slot.spec.name) from exc
                 if not await self._backoff(slot):
                     return
 

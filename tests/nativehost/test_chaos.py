@@ -20,8 +20,11 @@ from nativehost.chaos import (
     run_chaos,
     turn_steps,
 )
+from nativehost.chaos_checks import check_supervision
+from nativehost.chaos_faults import _Injected
 from nativehost.chaos_peer import TurnRecord
 from nativehost.model_server import load_script
+from supervisors.supervisor import SupervisionEvent
 
 CI_SEED = 1
 CI_OPTIONS = ChaosOptions(
@@ -98,11 +101,45 @@ def test_deep_size_counts_records_once_through_containers_and_slots() -> None:
     assert deep_size({"k": [one]}) > alone
 
 
+def test_supervisors_restarted_every_crashed_actor_within_their_bounds(
+    report: ChaosReport,
+) -> None:
+    assert report.invariants["supervised"], report.problems
+    crashed = report.faults_injected.get("actor_crash", 0)
+    assert crashed > 0
+    assert report.supervision.get("restarted", 0) >= 1
+    assert report.supervision.get("escalated", 0) == 0  # spaced crashes never exceed 5 in 10 s
+
+
+def ev(child: str, kind: str, at: float) -> SupervisionEvent:
+    return SupervisionEvent(supervisor="agent", child=child, kind=kind, at=at)  # type: ignore[arg-type]
+
+
+def test_the_supervision_check_wants_a_restart_after_each_exit_within_the_intensity() -> None:
+    ok = [ev("router", "exited", 1.0), ev("router", "restarted", 1.1)]
+    crash = _Injected("actor_crash", 1.05, "router")
+    assert check_supervision(ok, [crash], max_restarts=5, within_s=10.0) == (
+        {"exited": 1, "restarted": 1},
+        [],
+    )
+    _, lost = check_supervision(ok[:1], [], max_restarts=5, within_s=10.0)
+    assert lost == ["supervision: router exited and was not restarted in time"]
+    many = [e for n in range(6) for e in (ev("router", "exited", n), ev("router", "restarted", n))]
+    _, over = check_supervision(many, [], max_restarts=5, within_s=10.0)
+    assert "supervision: 6 restarts within 10 s" in over
+    assert "supervision: 6 exits within 10 s, no escalation" in over
+    gave_up = [*many[:10], ev("router", "exited", 5.0), ev("router", "escalated", 5.0)]
+    assert check_supervision(gave_up, [], max_restarts=5, within_s=10.0)[1] == []
+    _, unseen = check_supervision([], [crash], max_restarts=5, within_s=10.0)
+    assert unseen == ["supervision: the injected crash of router shows no exit"]
+
+
 def test_the_report_has_json_and_a_table(report: ChaosReport) -> None:
     data = json.loads(json.dumps(report.as_json()))
     assert data["hung"] == 0 and data["ok"] is report.ok
     assert set(data["invariants"]) == {
-        "one_end", "no_duplicate", "unknown_reported", "journaled", "recovered", "flat"
+        "one_end", "no_duplicate", "unknown_reported", "journaled", "recovered", "flat",
+        "supervised",
     }  # fmt: skip
     table = format_table(report)
     assert "recovery p50 ms" in table and table.endswith("OK" if report.ok else "not hold")

@@ -13,6 +13,7 @@ from supervisors.policy import Backoff, Jitter, RestartIntensity, RestartType, S
 from supervisors.supervisor import (
     ChildSpec,
     ChildStartFailed,
+    SupervisionEvent,
     Supervisor,
     SupervisorEscalation,
 )
@@ -154,6 +155,30 @@ async def test_intensity_exceeded_stops_all_children_and_escalates() -> None:
     assert isinstance(info.value.__cause__, RuntimeError)
     assert journal.entries[-1] == "stop:a"
     assert not sup.is_alive
+
+
+async def test_an_observer_sees_each_exit_restart_and_the_escalation() -> None:
+    journal = Journal()
+    seen: list[SupervisionEvent] = []
+    sup = await Supervisor(
+        "root",
+        specs(journal, ["a", "b"]),
+        intensity=RestartIntensity(max_restarts=1, within_seconds=60.0),
+        observer=seen.append,
+    ).start()
+    old = sup.child("b")
+    await crash(sup, "b")
+    await sup.wait_child("b", after=old, timeout=WAIT)
+    await crash(sup, "b")
+    with pytest.raises(SupervisorEscalation):
+        await asyncio.wait_for(sup.wait_stopped(), WAIT)
+    assert [(e.child, e.kind, e.abnormal) for e in seen] == [
+        ("b", "exited", True),
+        ("b", "restarted", False),
+        ("b", "exited", True),
+        ("b", "escalated", False),
+    ]
+    assert {e.supervisor for e in seen} == {"root"}
 
 
 async def test_a_nested_supervisor_escalation_is_a_crash_its_parent_restarts() -> None:
