@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Recorder", "TurnRecord", "to_panels"]
+__all__ = ["PanelSide", "Recorder", "TurnRecord", "to_panels"]
 
 
 @dataclass(slots=True)
@@ -137,3 +137,35 @@ def to_panels(
         send(
             {"type": "user.answer", "sessionId": sid, "askId": msg.get("askId"), "cancelled": True}
         )
+
+
+class PanelSide:
+    """What both fake extensions (in-process and process mode) do as the panels: wait for a
+    session's ``session.ready``, send a ``chat.send`` and record it, own their background tasks.
+    A subclass sets ``recorder``, ``ready`` and ``_tasks`` and says how a message goes out."""
+
+    recorder: Recorder
+    ready: dict[str, asyncio.Event]
+    _tasks: set[asyncio.Task[None]]
+
+    def _post(self, msg: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    async def wait_ready(self, session_id: str, timeout: float) -> bool:
+        try:
+            async with asyncio.timeout(timeout):
+                await self.ready[session_id].wait()
+        except TimeoutError:
+            return False
+        return True
+
+    def send_chat(self, session_id: str, number: int, text: str) -> TurnRecord:
+        turn_id = f"{session_id}-t{number:04d}"
+        rec = self.recorder.sent(session_id, turn_id, number)
+        self._post({"type": "chat.send", "sessionId": session_id, "text": text, "turnId": turn_id})
+        return rec
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

@@ -40,7 +40,7 @@ from actors.link_stream import LinkStream
 from actors.relay_core import Action, LinkState, RelayCore, ToDaemon, ToDaemonControl, ToExtension
 from messages.link import LinkControl, LinkData, encode_link
 from nativehost.chaos_browser import HOST_REQUESTS, PAGE_CHANGING_CDP, Executed, FakeBrowser
-from nativehost.chaos_panels import Recorder, TurnRecord, to_panels
+from nativehost.chaos_panels import PanelSide, Recorder, TurnRecord, to_panels
 from nativehost.link import open_link
 
 __all__ = [
@@ -70,7 +70,7 @@ class _Out:
     generation: int = 0
 
 
-class ChaosPeer:
+class ChaosPeer(PanelSide):
     """One browser profile behind a relay, with its panels' sessions (see the module docstring).
 
     ``await start()`` links up and registers the sessions; ``await close()`` stops everything.
@@ -146,11 +146,6 @@ class ChaosPeer:
         if self.stream is not None:
             await self.stream.wait_closed()
 
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
     async def _connect(self) -> None:
         delay = 0.02
         while not self._closing:
@@ -206,6 +201,9 @@ class ChaosPeer:
                 )
             elif isinstance(action, ToExtension):
                 self._to_extension(action.payload)
+
+    def _post(self, msg: dict[str, Any]) -> None:
+        self.from_extension(msg)
 
     def from_extension(self, obj: dict[str, Any]) -> bool:
         """What the extension sends; returns whether the relay forwarded it to the daemon."""
@@ -331,19 +329,3 @@ class ChaosPeer:
         rec.delivered = None if forwarded else False
 
     # -- the panels -----------------------------------------------------------------------------
-
-    async def wait_ready(self, session_id: str, timeout: float) -> bool:
-        try:
-            async with asyncio.timeout(timeout):
-                await self.ready[session_id].wait()
-        except TimeoutError:
-            return False
-        return True
-
-    def send_chat(self, session_id: str, number: int, text: str) -> TurnRecord:
-        turn_id = f"{session_id}-t{number:04d}"
-        rec = self.recorder.sent(session_id, turn_id, number)
-        self.from_extension(
-            {"type": "chat.send", "sessionId": session_id, "text": text, "turnId": turn_id}
-        )
-        return rec

@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from nativehost.chaos_browser import HOST_REQUESTS, FakeBrowser
-from nativehost.chaos_panels import Recorder, TurnRecord, to_panels
+from nativehost.chaos_panels import PanelSide, Recorder, to_panels
 from nativehost.chaos_peer import ORIGIN
 
 __all__ = ["HELLO_TIMEOUT_S", "QUEUE_LIMIT", "ProcessPeer", "RelayProtocol", "frame"]
@@ -96,7 +96,7 @@ class _Relay:
         return True
 
 
-class ProcessPeer:
+class ProcessPeer(PanelSide):
     """One browser profile: the service worker's side of a real relay process, its panels'
     sessions and an in-memory browser (see the module docstring)."""
 
@@ -249,6 +249,9 @@ class ProcessPeer:
             os.kill(relay.pid, signal.SIGKILL)
         return relay.pid
 
+    def _post(self, msg: dict[str, Any]) -> None:
+        self._send(msg)
+
     def _send(self, obj: dict[str, Any]) -> bool:
         """native.js ``send``: now when ready, else queued (the registrations go first)."""
         relay = self.relay
@@ -329,26 +332,7 @@ class ProcessPeer:
 
     # -- the panels -----------------------------------------------------------------------------
 
-    async def wait_ready(self, session_id: str, timeout: float) -> bool:
-        try:
-            async with asyncio.timeout(timeout):
-                await self.ready[session_id].wait()
-        except TimeoutError:
-            return False
-        return True
-
-    def send_chat(self, session_id: str, number: int, text: str) -> TurnRecord:
-        turn_id = f"{session_id}-t{number:04d}"
-        rec = self.recorder.sent(session_id, turn_id, number)
-        self._send({"type": "chat.send", "sessionId": session_id, "text": text, "turnId": turn_id})
-        return rec
-
     # -- the end --------------------------------------------------------------------------------
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     async def close(self) -> None:
         """Close the port (EOF on the relay's stdin: it exits), then make sure it is gone."""
