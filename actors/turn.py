@@ -176,6 +176,10 @@ def trim_args(args: Any, limit: int = MAX_ARG_CHARS) -> Any:
     return args
 
 
+#: How long a turn cancelled while it is sending its end still waits for that end to go out.
+END_GRACE_S = 5.0
+
+
 async def run_turn(hub: TurnHost, req: TurnRequest) -> None:
     """Run one turn to its single end. Never raises (but re-raises cancellation at the end)."""
     ticket = req.ticket
@@ -204,9 +208,29 @@ async def run_turn(hub: TurnHost, req: TurnRequest) -> None:
     except Exception:
         log.exception("turn %s failed", ticket.turn_id)
         outcome = ("error", ErrorCode.INTERNAL, "The turn failed inside the host; see the log.")
+    # The end is the turn's last duty: a cancel that arrives while it is journaled and sent (the
+    # scheduler stopping, say, during the end's fsync) must not cost the panel its one end. The
+    # end runs to completion; the cancel is re-raised after it.
+    # A second cancel, or an end still not out after END_GRACE_S, gives up on it (a stopping
+    # daemon does not wait forever; the journal then has the end for the next registration).
+    ending = asyncio.ensure_future(_end(hub, req, state, chat, emit, outcome))
     try:
-        await _end(hub, req, state, chat, emit, outcome)
+        try:
+            await asyncio.shield(ending)
+        except asyncio.CancelledError as exc:
+            if ending.cancelled():
+                raise
+            cancelled = cancelled or exc
+            try:
+                async with asyncio.timeout(END_GRACE_S):
+                    await asyncio.shield(ending)
+            except TimeoutError:
+                log.warning("turn %s: its end took over %g s", ticket.turn_id, END_GRACE_S)
+        if ending.done():
+            ending.result()
     finally:
+        if not ending.done():
+            ending.cancel()
         await hub.turn_finished(ticket)
     if cancelled is not None:
         raise cancelled

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from actors.store import ChatStore, sessions_dir
 from tests.helpers.daemon_harness import BROWSER_REQUESTS, DaemonHarness, FakeTab
 
 
@@ -584,3 +587,36 @@ async def test_tab_locks_are_shared_while_held_and_not_kept_after(home: Path) ->
         gc.collect()
         # A long-running daemon opens many tabs: their locks do not pile up.
         assert len(hub._tab_locks) == 0
+
+
+async def test_a_turn_stopped_while_its_end_is_journaled_still_sends_exactly_one_end(
+    home: Path,
+) -> None:
+    # Found by the one-hour soak: the scheduler crashed (and cancelled its running turns) while a
+    # turn that had already finished was fsyncing its end, and the panel never got that end.
+    entered, gate = threading.Event(), threading.Event()
+
+    def slow_fsync(fd: int) -> None:
+        entered.set()
+        gate.wait(5)
+        os.fsync(fd)
+
+    store = ChatStore(sessions_dir(home), fsync_fn=slow_fsync)
+    async with DaemonHarness(home, [{"text": "All done."}], store=store) as h:
+        assert h.server is not None
+        peer = await h.peer()
+        await peer.hello(2)
+        await peer.start("sp-1")
+        await peer.send({"type": "chat.send", "sessionId": "sp-1", "text": "go", "turnId": "t-1"})
+        assert await asyncio.to_thread(entered.wait, 5)  # the turn is journaling its end
+        await h.server.hub.actor_refs()["turn-scheduler"].stop()  # it cancels its turns
+        gate.set()
+        end, status, _ = await peer.turn_end("sp-1", timeout=5.0)
+        assert (end["type"], end.get("turnId"), end.get("text")) == (
+            "chat.done",
+            "t-1",
+            "All done.",
+        )
+        assert status["event"] == "status.idle"
+        with pytest.raises(TimeoutError):  # and no second end
+            await peer.until("chat.error", session_id="sp-1", timeout=0.5)

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from actors.link_stream import LinkStream
+from actors.store import ChatStore
 from messages.link import LinkControl, LinkData
 from nativehost.config import load_config
 from nativehost.link import open_link
@@ -187,9 +188,16 @@ class LinkPeer:
 
 class DaemonHarness:
     def __init__(
-        self, home: Path, script: Any, *, config: str = "", provider: str = "openai"
+        self,
+        home: Path,
+        script: Any,
+        *,
+        config: str = "",
+        provider: str = "openai",
+        store: ChatStore | None = None,
     ) -> None:
         self.provider = provider
+        self.store = store  # the daemon's chat store (e.g. with an fsync seam), or its own
         self.home = home
         self.script = script
         self.extra_config = config
@@ -214,7 +222,7 @@ class DaemonHarness:
 
     async def start_daemon(self) -> None:
         config = load_config(self.home, env={})
-        self.server = DaemonServer(self.home, config, version="test")
+        self.server = DaemonServer(self.home, config, version="test", store=self.store)
         self._task = asyncio.ensure_future(self.server.serve())
         async with asyncio.timeout(10):
             while True:
