@@ -1,8 +1,8 @@
 """Actor runtime throughput against a bare asyncio.Queue ping-pong measured in the same run.
 
-Figures: ask round trips/s and tells/s through ``actors.runtime``, each as a ratio of the bare
+Figures: ask round trips/s and tells/s through ``actors.runtime.actor``, each as a ratio of the bare
 queue baseline (goal: an ask round trip within 2x of the bare ping-pong), and the ask rate through
-the pykka bridge (``actors.threaded``), which crosses threads twice per round trip.
+the pykka bridge (``actors.runtime.threaded``), which crosses threads twice per round trip.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import asyncio
 import time
 from typing import Any
 
-from actors.runtime import Actor, spawn
-from actors.threaded import ThreadActor, spawn_threaded
+from actors.runtime.actor import Actor, spawn
+from actors.runtime.threaded import ThreadActor, spawn_threaded
 
 __all__ = ["main"]
 

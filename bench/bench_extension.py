@@ -1,10 +1,11 @@
 """One browser call through the real extension: the tool path's round trip, against baselines.
 
-Everything runs in this process's event loop: the daemon (:class:`nativehost.server.DaemonServer`
-on a temporary ``BROWY_HOME``), and the callers. A headless Chromium loads the extension, whose
-native host is the real relay for that home; the relay links to this daemon. The calls go out
-through the browser connection's own :class:`actors.cdp_proxy.CdpProxy` — exactly what a tool
-does — so each one crosses daemon -> relay -> service worker -> (chrome.debugger) -> back.
+Everything runs in this process's event loop: the daemon
+(:class:`nativehost.daemon.server.DaemonServer` on a temporary ``BROWY_HOME``), and the callers. A
+headless Chromium loads the extension, whose native host is the real relay for that home; the relay
+links to this daemon. The calls go out through the browser connection's own
+:class:`actors.browser.cdp_proxy.CdpProxy` — exactly what a tool does — so each one crosses daemon
+-> relay -> service worker -> (chrome.debugger) -> back.
 
 Three paths, 1,000 sequential calls each after a warm-up, in interleaved blocks of 100 (so drift
 hits all three alike), median and p99:
@@ -134,9 +135,9 @@ async def _run(root: Path) -> dict[str, list[float]]:
     import websockets
 
     from nativehost.config import load_config
-    from nativehost.install import install_host
-    from nativehost.platforms import Platform
-    from nativehost.server import DaemonServer
+    from nativehost.daemon.server import DaemonServer
+    from nativehost.setup.install import install_host
+    from nativehost.setup.platforms import Platform
 
     home, profile = root / "home", root / "profile"
     home.mkdir()

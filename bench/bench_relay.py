@@ -3,7 +3,7 @@
 Everything runs against a real daemon in a temporary ``BROWY_HOME`` (``[daemon]
 idle_exit_seconds = 30``), started before the first figure and stopped at the end.
 
-- Cold start: from spawning ``python -m nativehost.relay <origin>`` (with the ``hello`` frame
+- Cold start: from spawning ``python -m nativehost.relay.main <origin>`` (with the ``hello`` frame
   written at once, as Chrome queues ``postMessage``) to reading ``hello.ack``, daemon already
   running; N runs, median and p90. Baselines, interleaved with the relay runs: ``python -c pass``,
   ``python -c "import asyncio, orjson, msgpack"`` and ``python -c "import <the relay's modules>"``
@@ -40,7 +40,7 @@ from typing import Any
 import orjson
 
 from messages.link import LinkData
-from nativehost.daemon import start_daemon, stop_daemon
+from nativehost.daemon.process import start_daemon, stop_daemon
 from nativehost.link import open_link
 from nativehost.origins import OUR_EXTENSION_ID, origin_of
 
@@ -59,14 +59,14 @@ IMPORTTIME_REPEATS = 3
 #: ``_serve`` import (origins, home, logger, framer, uplink, link, daemon for spawn_detached) and
 #: tenacity, which the Uplink's connector imports before the first connection.
 RELAY_MODULES = (
-    "nativehost.relay",
+    "nativehost.relay.main",
     "nativehost.home",
     "nativehost.origins",
-    "actors.logger",
-    "actors.stdio_framer",
-    "actors.uplink",
+    "actors.runtime.logger",
+    "actors.relay.stdio_framer",
+    "actors.relay.uplink",
     "nativehost.link",
-    "nativehost.daemon",
+    "nativehost.daemon.process",
     "tenacity",
 )
 BARE_IMPORTS = "import asyncio, orjson, msgpack"
@@ -133,7 +133,7 @@ def _relay_cold_start(env: dict[str, str]) -> float:
     """Seconds from spawning the relay to reading its ``hello.ack``."""
     started = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nativehost.relay", ORIGIN],
+        [sys.executable, "-m", "nativehost.relay.main", ORIGIN],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -333,7 +333,7 @@ async def _all_round_trips(home: Path, env: dict[str, str]) -> dict[str, list[in
             [sys.executable, "-c", ECHO_SOURCE], env, relay=False
         ),
         "relay + daemon": await _pipe_round_trips(
-            [sys.executable, "-m", "nativehost.relay", ORIGIN], env, relay=True
+            [sys.executable, "-m", "nativehost.relay.main", ORIGIN], env, relay=True
         ),
         "daemon over link": await _link_round_trips(home),
     }

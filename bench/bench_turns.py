@@ -1,6 +1,6 @@
 """Chat turns through the daemon against bare model calls measured in the same run.
 
-The real :class:`nativehost.server.DaemonServer` runs in this process on a temporary
+The real :class:`nativehost.daemon.server.DaemonServer` runs in this process on a temporary
 ``BROWY_HOME`` (``tests.helpers.daemon_harness.DaemonHarness``) with the scripted model server in
 ``echo`` mode (no delay) over real HTTP. ``PEERS`` LinkPeers play relays speaking protocol 2;
 ``PANELS`` panels (sessions) spread over them each run ``TURNS`` turns one after the other (the
@@ -14,9 +14,9 @@ Figures, for each ``[daemon] turn_concurrency`` in ``CONCURRENCIES``:
 - turn latency (``status.thinking`` to ``chat.done``) against the latency of the bare calls;
 - overhead per turn: process CPU time per daemon turn minus process CPU time per bare call. The
   baseline replays the very request bodies the daemon sent (same messages and tools) through a
-  :class:`actors.model_gateway.ModelGateway`, straight to the same model server (the daemon idle),
-  with the same concurrency. Daemon, peers and model server share this process and its one event
-  loop: the model server's share cancels out of the difference, the peers' share (decoding ~12
+  :class:`actors.model.openai_gateway.ModelGateway`, straight to the same model server (the daemon
+  idle), with the same concurrency. Daemon, peers and model server share this process and its one
+  event loop: the model server's share cancels out of the difference, the peers' share (decoding ~12
   frames per turn, plus ``chat.queued`` updates) does not, so the figure is an upper bound. CPU
   time rather than wall time, so that other processes on the machine do not skew the ratio.
 
@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from actors.model_gateway import ModelGateway, ModelSettings
+from actors.model.openai_gateway import ModelGateway, ModelSettings
 from tests.helpers.daemon_harness import DaemonHarness, LinkPeer
 
 __all__ = ["main"]

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from actors.link_stream import LinkStream, client_handshake
+from actors.link.link_stream import LinkStream, client_handshake
 from messages.link import LINK_VERSION_MAX, LINK_VERSION_MIN, LinkControl, LinkHello, LinkWelcome
 from nativehost.home import run_dir, socket_path
 

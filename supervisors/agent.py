@@ -6,8 +6,10 @@ never goes to a connection where the session is not registered (protocol.md sect
 
 It owns:
 
-- the :class:`actors.session_router.SessionRouter` and :class:`actors.turn_scheduler.TurnScheduler`
-  actors (the turn tasks are launched by the scheduler and end themselves: :mod:`actors.turn`);
+- the :class:`actors.agent.session_router.SessionRouter` and
+:class:`actors.agent.turn_scheduler.TurnScheduler`
+  actors (the turn tasks are launched by the scheduler and end themselves:
+  :mod:`actors.agent.turn`);
 - the model gateway (built lazily from config; a missing model is an ``AUTH`` problem reported in
   ``auth.status`` and in the turn's ``chat.error``, never in ``sdk.ready``);
 - the chat store (journals) and the tool runner.
@@ -15,20 +17,21 @@ It owns:
 Cut turns: when a session registers whose journal shows a turn without an end (a link drop or a
 daemon crash), the hub sends that turn's definite end (``chat.error`` + ``status.error``) unless
 the relay already ended it (``turns_ended`` link control, or the mark a relay that died left on
-disk: :mod:`actors.relay_marks`), and journals it as interrupted.
+disk: :mod:`actors.relay.relay_marks`), and journals it as interrupted.
 
 Its parts, each in its own module:
 
-- :mod:`supervisors.agent_sessions` (:class:`AgentSessions`): links opened and closed, and
+- :mod:`actors.agent.sessions` (:class:`AgentSessions`): links opened and closed, and
   ``session.start`` / ``session.end`` — registering with the router, conflicts and moves;
 - :mod:`supervisors.turn_launch` (:class:`TurnLauncher`): ``chat.send`` to a turn ticket, and what
   the scheduler calls back — each turn a temporary task child of the ``turns`` supervisor;
-- :mod:`actors.end_delivery` (:class:`EndDelivery`): the cut turns above, and every other case of
+- :mod:`actors.agent.end_delivery` (:class:`EndDelivery`): the cut turns above, and every other case
+of
   a turn's one end that could not simply go out on the turn's connection;
-- :mod:`supervisors.agent_config` (:class:`AgentConfig`, :class:`AgentSettings`,
+- :mod:`actors.agent.agent_config` (:class:`AgentConfig`, :class:`AgentSettings`,
   :class:`HostServices`): the settings, and the requests that only read or write them
   (``config.*``, ``doctor.run``, the ``auth.status`` broadcast, a ready session's initial push);
-- :mod:`actors.turn_tools` (:class:`TurnTools`): a turn's pinned tab, its tool definitions and
+- :mod:`actors.agent.turn_tools` (:class:`TurnTools`): a turn's pinned tab, its tool definitions and
   runs, the per-tab locks, ``control.release``.
 """
 
@@ -41,17 +44,14 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from actors.asking import UserAsking
-from actors.browser_tools import ToolResultView, ToolRunner, TurnBrowser
-from actors.end_delivery import EndDelivery
-from actors.model_gateway import ChatModel
-from actors.model_side import ModelSide
-from actors.prompts import PromptBroker
-from actors.relay_marks import RelayMarks
-from actors.runtime import ActorError, Ref
-from actors.session_router import RouteTable, SessionRouter
-from actors.store import ChatStore
-from actors.turn_scheduler import (
+from actors.agent.agent_config import AgentConfig, AgentSettings, HostServices, approval_mode
+from actors.agent.asking import UserAsking
+from actors.agent.end_delivery import EndDelivery
+from actors.agent.model_side import ModelSide
+from actors.agent.prompts import PromptBroker
+from actors.agent.session_router import RouteTable, SessionRouter
+from actors.agent.sessions import AgentSessions
+from actors.agent.turn_scheduler import (
     CancelReason,
     CancelTurns,
     Reclaim,
@@ -59,17 +59,20 @@ from actors.turn_scheduler import (
     TurnTicket,
     YieldSlot,
 )
-from actors.turn_tools import TurnTools
+from actors.agent.turn_tools import TurnTools
+from actors.browser.tool_runner import ToolResultView, ToolRunner, TurnBrowser
+from actors.model.openai_gateway import ChatModel
+from actors.relay.relay_marks import RelayMarks
+from actors.runtime.actor import ActorError, Ref
+from actors.store.chat_store import ChatStore
 from messages.wire_inbound import ApprovalResponse, ChatSend, SessionStart, UserAnswer
 from messages.wire_outbound import AuthStatus, ModelInfo, OutboundModel
-from supervisors.agent_config import AgentConfig, AgentSettings, HostServices, approval_mode
-from supervisors.agent_sessions import AgentSessions
 from supervisors.policy import RestartIntensity, Strategy
 from supervisors.supervisor import ChildSpec, SupervisionEvent, Supervisor
 from supervisors.turn_launch import TurnLauncher
 
 if TYPE_CHECKING:
-    from actors.connection import Connection
+    from actors.agent.connection import Connection
 
 __all__ = ["AgentHub", "AgentSettings", "HostServices"]
 
@@ -248,7 +251,7 @@ class AgentHub:
     def table(self) -> RouteTable:
         return self._table
 
-    # -- settings: supervisors.agent_config.AgentConfig ---------------------------------------
+    # -- settings: actors.agent.agent_config.AgentConfig ---------------------------------------
 
     @property
     def settings(self) -> AgentSettings:
@@ -292,7 +295,8 @@ class AgentHub:
             return False
         return await conn.send(msg)
 
-    # -- one end per turn: actors.end_delivery.EndDelivery ------------------------------------
+    # -- one end per turn: actors.agent.end_delivery.EndDelivery
+    # ------------------------------------
 
     async def lost_end(self, ticket: TurnTicket, end: list[OutboundModel]) -> bool:
         return await self.ends.lost_end(ticket, end)
@@ -307,7 +311,7 @@ class AgentHub:
     def _undelivered(self) -> dict[str, tuple[str, list[OutboundModel]]]:
         return self.ends.undelivered
 
-    # -- links and sessions: supervisors.agent_sessions.AgentSessions ------------------------
+    # -- links and sessions: actors.agent.sessions.AgentSessions ------------------------
 
     def link_opened(self, conn: Connection) -> None:
         self.sessions.link_opened(conn)
@@ -349,7 +353,8 @@ class AgentHub:
             except Exception:  # the scheduler is stopping: nothing to start next
                 log.debug("scheduler gone at the end of turn %s", ticket.turn_id)
 
-    # -- model: actors.model_side.ModelSide ---------------------------------------------------
+    # -- model: actors.agent.model_side.ModelSide
+    # ---------------------------------------------------
 
     def model(self) -> ChatModel:
         return self.models.model()
@@ -367,7 +372,8 @@ class AgentHub:
     def model_id(self) -> str:
         return self.models.model_id
 
-    # -- browser and tools: actors.turn_tools.TurnTools ----------------------------------------
+    # -- browser and tools: actors.agent.turn_tools.TurnTools
+    # ----------------------------------------
 
     async def browser_for(self, ticket: TurnTicket) -> TurnBrowser | None:
         """Pin the (connection, tab) this turn works on, or None if it may not drive tabs."""
@@ -404,7 +410,8 @@ class AgentHub:
     ) -> ToolResultView:
         return await self.turn_tools.run_tool(ticket, browser, name, args, call_id)
 
-    # -- asking the user (v2): actors.asking.UserAsking -----------------------------------------
+    # -- asking the user (v2): actors.agent.asking.UserAsking
+    # -----------------------------------------
 
     def approval_response(self, conn: Connection, msg: ApprovalResponse) -> None:
         self.asking.approval_response(msg)

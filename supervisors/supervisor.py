@@ -14,7 +14,8 @@ Promises (tested in ``tests/supervisors/test_supervisor.py``):
   in start order; TEMPORARY siblings are stopped and not restarted.
 * **Definite errors across a restart.** A restarted actor child is a new incarnation in the same
   ``ActorCell``: the old one failed what it held (``ActorCrashed``/``ActorStopped``, see
-  ``actors.runtime``), refs to it raise ``StaleActorRef``, and ``sup.ref(name)`` is the current one.
+  ``actors.runtime.actor``), refs to it raise ``StaleActorRef``, and ``sup.ref(name)`` is the
+  current one.
 * **Escalation.** More restarts than the ``RestartIntensity`` allows: the supervisor stops every
   child and ends with ``SupervisorEscalation`` from ``wait_stopped()`` / ``run()``. A supervisor is
   itself a ``Child`` (``ChildSpec(name, start=Supervisor(...).start)``), so its parent treats an
@@ -39,7 +40,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal, Self
 
-from actors.runtime import Actor, ActorCell, Child, Ref, spawn
+from actors.runtime.actor import Actor, ActorCell, Child, Ref, spawn
 from supervisors.policy import (
     Backoff,
     RestartIntensity,

@@ -1,12 +1,13 @@
 """Turning a ``chat.send`` into a running turn: the ticket, the scheduler, the ``turns`` supervisor.
 
-The agent hub's TurnScheduler (:mod:`actors.turn_scheduler`) decides when a turn may run; the
+The agent hub's TurnScheduler (:mod:`actors.agent.turn_scheduler`) decides when a turn may run; the
 :class:`TurnLauncher` builds it and is what it calls back:
 
 - **chat_send** checks the session, answers a resent v2 ``turnId`` with its stored end
-  (:func:`actors.end_delivery.replay_outcome`), and submits a ticket (``chat.queued`` if it waits);
+  (:func:`actors.agent.end_delivery.replay_outcome`), and submits a ticket (``chat.queued`` if it
+  waits);
 - **launch** starts the turn as a temporary task child of the ``turns`` supervisor
-  (:func:`actors.turn.run_turn`, which sends the turn's one end);
+  (:func:`actors.agent.turn.run_turn`, which sends the turn's one end);
 - **end_queued** ends a turn that never started (cancelled, or its connection lost);
 - **notify_queued** tells the panel the turn's new place in the queue.
 
@@ -22,11 +23,11 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from actors.end_delivery import replay_outcome
-from actors.runtime import ActorError
-from actors.session_router import RouteTable
-from actors.turn import TurnHost, TurnRequest, run_turn
-from actors.turn_scheduler import (
+from actors.agent.agent_config import AgentSettings
+from actors.agent.end_delivery import replay_outcome
+from actors.agent.session_router import RouteTable
+from actors.agent.turn import TurnHost, TurnRequest, run_turn
+from actors.agent.turn_scheduler import (
     CancelReason,
     Queued,
     Refused,
@@ -34,15 +35,15 @@ from actors.turn_scheduler import (
     TurnScheduler,
     TurnTicket,
 )
+from actors.runtime.actor import ActorError
 from messages.errors import ErrorCode
 from messages.wire_inbound import ChatSend
 from messages.wire_outbound import ChatDone, ChatQueued, EventActivity
-from supervisors.agent_config import AgentSettings
 from supervisors.policy import RestartType, Strategy
 from supervisors.supervisor import ChildSpec, Supervisor, TaskChild
 
 if TYPE_CHECKING:
-    from actors.connection import Connection
+    from actors.agent.connection import Connection
 
 __all__ = ["TurnLauncher"]
 

@@ -42,7 +42,9 @@ def test_a_module_imports_only_its_own_layer_and_those_below(layer: str, path: P
 
 def test_the_import_scanner_finds_imports_inside_functions(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
-    module.write_text("def f():\n    from nativehost.daemon import x\n    import actors.runtime\n")
+    module.write_text(
+        "def f():\n    from nativehost.daemon.process import x\n    import actors.runtime.actor\n"
+    )
     assert _imports(module) == {"nativehost", "actors"}
 
 
@@ -58,5 +60,5 @@ def test_each_package_resolves_to_this_project(package: str) -> None:
 def test_the_distribution_is_installed_under_its_brand_prefixed_name() -> None:
     dist = importlib.metadata.distribution("browy-host")
     scripts = {ep.name: ep.value for ep in dist.entry_points if ep.group == "console_scripts"}
-    assert scripts["browy"] == "nativehost.cli:main"
-    assert scripts["browy-host"] == "nativehost.relay:main"
+    assert scripts["browy"] == "nativehost.cli.main:main"
+    assert scripts["browy-host"] == "nativehost.relay.main:main"

@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import Field
 
-from actors.tools.browser_helpers import after_action, current_url, evaluate, locate_element
 from actors.tools.keys import key_events
 from actors.tools.registry import Registry, ToolArgs, ToolContext, ToolError, ToolOutput
+from actors.tools.shared import after_action, current_url, evaluate, locate_element
 
 __all__ = [
     "FillInputArgs",

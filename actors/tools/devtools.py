@@ -15,7 +15,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from actors.tools.browser_helpers import (
+from actors.tools.files import FileSandbox
+from actors.tools.registry import Registry, ToolArgs, ToolContext, ToolError, ToolOutput
+from actors.tools.shared import (
     RING,
     TEXT_LIMIT,
     current_url,
@@ -24,8 +26,6 @@ from actors.tools.browser_helpers import (
     tab_monitor,
     untrusted,
 )
-from actors.tools.files import FileSandbox
-from actors.tools.registry import Registry, ToolArgs, ToolContext, ToolError, ToolOutput
 
 __all__ = [
     "ConsoleArgs",

@@ -27,9 +27,9 @@ from typing import Any
 
 from pydantic import Field
 
-from actors.tools.browser_helpers import cut, evaluate, loader_id, untrusted, wait_loaded
 from actors.tools.keys import key_events
 from actors.tools.registry import Registry, TabSession, ToolArgs, ToolContext, ToolError, ToolOutput
+from actors.tools.shared import cut, evaluate, loader_id, untrusted, wait_loaded
 
 __all__ = ["ExtractFormArgs", "FillFormArgs", "SubmitFormArgs", "register_form_tools"]
 

@@ -4,8 +4,8 @@ every tool of this module and of :mod:`~actors.tools.forms`, :mod:`~actors.tools
 :mod:`~actors.tools.hostside` to a registry.
 
 Index tools act on the numbers of the last ``inspect_page`` of the pinned tab. They find the turn's
-browser in ``ctx.state["browser"]`` (:class:`actors.browser_tools.TurnBrowser`, seen here through
-the small :class:`IndexBrowser` protocol so this module does not import its caller), and its
+browser in ``ctx.state["browser"]`` (:class:`actors.browser.tool_runner.TurnBrowser`, seen here
+through the small :class:`IndexBrowser` protocol so this module does not import its caller), and its
 document token: an index of another document gives ``STALE_REF`` (protocol.md section 5).
 
 Element handles. ``snapshot.js`` keeps index -> element in the isolated world ``browy`` and hands
@@ -29,12 +29,12 @@ from typing import Any, Protocol
 
 from pydantic import Field
 
-from actors.tools.browser_helpers import cut, untrusted
 from actors.tools.cdp import CdpError, CdpSession
 from actors.tools.files import FileSandbox
 from actors.tools.page import ActionResult, PageTools
 from actors.tools.page_types import _WORLD_NAME
 from actors.tools.registry import Registry, ToolArgs, ToolContext, ToolError, ToolOutput
+from actors.tools.shared import cut, untrusted
 from messages.errors import ErrorCode
 
 __all__ = ["IndexBrowser", "element_object", "register_inspect_tools", "register_more_tools"]

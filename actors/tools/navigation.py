@@ -14,7 +14,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from actors.tools.browser_helpers import (
+from actors.tools.cdp import CdpError, is_context_gone
+from actors.tools.registry import Registry, ToolArgs, ToolContext, ToolError, ToolOutput
+from actors.tools.shared import (
     IDLE_MS,
     POLL,
     NoArgs,
@@ -26,8 +28,6 @@ from actors.tools.browser_helpers import (
     tab_monitor,
     wait_loaded,
 )
-from actors.tools.cdp import CdpError, is_context_gone
-from actors.tools.registry import Registry, ToolArgs, ToolContext, ToolError, ToolOutput
 from messages.errors import ErrorCode
 
 __all__ = [

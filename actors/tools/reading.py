@@ -13,7 +13,8 @@ import re
 
 from pydantic import Field
 
-from actors.tools.browser_helpers import (
+from actors.tools.registry import Registry, ToolArgs, ToolContext, ToolError, ToolOutput
+from actors.tools.shared import (
     HTML_LIMIT,
     JS_RESULT_LIMIT,
     TEXT_LIMIT,
@@ -22,7 +23,6 @@ from actors.tools.browser_helpers import (
     evaluate,
     untrusted,
 )
-from actors.tools.registry import Registry, ToolArgs, ToolContext, ToolError, ToolOutput
 
 __all__ = [
     "EvaluateArgs",

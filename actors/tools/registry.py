@@ -36,7 +36,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from actors.cdp_proxy import outcome_of
+from actors.browser.cdp_proxy import outcome_of
 from actors.tools.cdp import CdpError, CdpSession
 from actors.tools.ledger import CallLedger
 from messages.errors import BrowyError, ErrorCode
@@ -161,7 +161,7 @@ class TabSession(CdpSession, EventSource, Protocol):
 
 
 class TabOps(Protocol):
-    """``tab.*`` operations (e.g. :class:`actors.cdp_proxy.ProxyTabs`). TabInfo dicts are
+    """``tab.*`` operations (e.g. :class:`actors.browser.cdp_proxy.ProxyTabs`). TabInfo dicts are
     ``{tabId, url, title, active, windowId?}`` (protocol.md section 2)."""
 
     async def new(self, url: str | None, *, active: bool = True) -> dict[str, Any]: ...

@@ -33,10 +33,10 @@ from urllib.parse import unquote, urljoin, urlsplit
 import aiohttp
 from pydantic import Field
 
-from actors.tools.browser_helpers import check_url, cut, evaluate, tab_key, untrusted
 from actors.tools.cdp import CdpError
 from actors.tools.files import FileSandbox
 from actors.tools.registry import Registry, TabSession, ToolArgs, ToolContext, ToolError, ToolOutput
+from actors.tools.shared import check_url, cut, evaluate, tab_key, untrusted
 
 __all__ = ["FetchResult", "fetch", "html_text", "register_transfer_tools"]
 

@@ -1,8 +1,8 @@
 """End-to-end harness: a real headless Chromium with the Browy extension and the real native host.
 
-Chromium -> ``connectNative("com.browy.host")`` -> launcher -> ``python -m nativehost.relay`` ->
-auto-started ``python -m nativehost.daemon``, all under a temporary ``BROWY_HOME`` that reaches the
-host through the browser's environment (the host inherits it).
+Chromium -> ``connectNative("com.browy.host")`` -> launcher -> ``python -m nativehost.relay.main``
+-> auto-started ``python -m nativehost.daemon.process``, all under a temporary ``BROWY_HOME`` that
+reaches the host through the browser's environment (the host inherits it).
 
 Follows /work/shared/guides/real-browser-tests.md: the real binary, the host manifest in
 ``$PROFILE/NativeMessagingHosts`` (a custom user-data-dir ignores ``~/.config``), the trailing slash
@@ -28,7 +28,7 @@ from typing import Any, Literal, TypeVar
 
 from playwright.sync_api import BrowserContext, Page, Playwright, Worker
 
-from nativehost.daemon import is_running, pid_path, stop_daemon
+from nativehost.daemon.process import is_running, pid_path, stop_daemon
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXTENSION_DIR = REPO_ROOT / "extension"
@@ -100,7 +100,8 @@ def write_launcher(home: Path) -> Path:
     bin_dir.mkdir(parents=True, exist_ok=True)
     launcher = bin_dir / "browy-host"
     launcher.write_text(
-        f'#!/bin/sh\ncd "{REPO_ROOT}" || exit 1\nexec "{host_python()}" -m nativehost.relay "$@"\n',
+        f'#!/bin/sh\ncd "{REPO_ROOT}" || exit 1\n'
+        f'exec "{host_python()}" -m nativehost.relay.main "$@"\n',
         encoding="utf-8",
     )
     launcher.chmod(0o755)
@@ -128,8 +129,8 @@ def install_native_host(profile: Path, home: Path) -> Path:
     ``install_host(target_dirs=[...])`` writes the launcher, the manifest and ``config.toml``
     exactly as ``browy install-host --target-dir`` would.
     """
-    from nativehost.install import install_host
-    from nativehost.platforms import Platform
+    from nativehost.setup.install import install_host
+    from nativehost.setup.platforms import Platform
 
     report = install_host(
         Platform.current(),

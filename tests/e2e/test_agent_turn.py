@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Playwright
 
-from nativehost.model_server import ScriptedModelServer
+from nativehost.demo.model_server import ScriptedModelServer
 from tests.e2e.browser import E2EBrowser, launched, panel_session_id, wait_until
 
 pytestmark = pytest.mark.browser

@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, Playwright
 
-from nativehost.model_server import ScriptedModelServer
+from nativehost.demo.model_server import ScriptedModelServer
 from tests.e2e.browser import (
     ARTIFACTS_DIR,
     EXTENSION_ORIGIN,

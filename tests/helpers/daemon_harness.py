@@ -1,8 +1,8 @@
 """The daemon in the test's own event loop, reached over its real link, with a scripted model.
 
-``DaemonHarness`` starts :class:`nativehost.server.DaemonServer` on a temporary ``BROWY_HOME``
-(Unix socket) and the :class:`nativehost.model_server.ScriptedModelServer` over real HTTP; a
-``LinkPeer`` plays the relay (v1 or v2 extension traffic inside link envelopes).
+``DaemonHarness`` starts :class:`nativehost.daemon.server.DaemonServer` on a temporary
+``BROWY_HOME`` (Unix socket) and the :class:`nativehost.demo.model_server.ScriptedModelServer` over
+real HTTP; a ``LinkPeer`` plays the relay (v1 or v2 extension traffic inside link envelopes).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from typing import Any
 
 import orjson
 
-from actors.link_stream import LinkStream
-from actors.store import ChatStore
+from actors.link.link_stream import LinkStream
+from actors.store.chat_store import ChatStore
 from messages.link import LinkControl, LinkData
 from nativehost.config import load_config
+from nativehost.daemon.server import DaemonServer
+from nativehost.demo.model_server import ScriptedModelServer
 from nativehost.link import open_link
-from nativehost.model_server import ScriptedModelServer
-from nativehost.server import DaemonServer
 
 ORIGIN = "chrome-extension://kmfpcmoidebagkbcjhngabjpcgedcmna/"
 

@@ -1,6 +1,6 @@
 """Builders for scripted-model-server steps, and a context that runs server + gateway.
 
-The step dicts are exactly the JSON script format of :mod:`nativehost.model_script`.
+The step dicts are exactly the JSON script format of :mod:`nativehost.demo.model_script`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any
 
-from actors.model_gateway import ModelGateway, ModelSettings
-from nativehost.model_server import ScriptedModelServer
+from actors.model.openai_gateway import ModelGateway, ModelSettings
+from nativehost.demo.model_server import ScriptedModelServer
 
 __all__ = [
     "disconnect",

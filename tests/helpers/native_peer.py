@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from nativehost.daemon import is_running, pid_path
+from nativehost.daemon.process import is_running, pid_path
 
 OUR_ORIGIN = "chrome-extension://kmfpcmoidebagkbcjhngabjpcgedcmna/"
 
@@ -43,7 +43,7 @@ class RelayPeer:
     async def start(
         cls, home: Path, origin: str = OUR_ORIGIN, *, argv: list[str] | None = None, **env: str
     ) -> RelayPeer:
-        args = argv or [sys.executable, "-m", "nativehost.relay", origin]
+        args = argv or [sys.executable, "-m", "nativehost.relay.main", origin]
         proc = await asyncio.create_subprocess_exec(
             *args,
             stdin=asyncio.subprocess.PIPE,

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from actors.relay_core import RelayCore, ToDaemon, ToDaemonControl, ToExtension
+from actors.relay.relay_core import RelayCore, ToDaemon, ToDaemonControl, ToExtension
 from messages.codec import MAX_OUTBOUND_FRAME, Frame, NativeFrameDecoder, StreamBroken
 from messages.errors import InvalidMessage
 from messages.wire import parse_inbound

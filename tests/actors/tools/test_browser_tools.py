@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.tools.browser import default_registry, key_events
+from actors.tools.catalog import default_registry, key_events
 from actors.tools.files import FileSandbox
 from actors.tools.registry import Registry, ToolContext, ToolError
 from messages.errors import ErrorCode

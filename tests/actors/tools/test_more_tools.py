@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from actors.browser_tools import build_registry
-from actors.tools.browser_helpers import CAPTURED_HEADER_CHARS, CAPTURED_HEADERS, captured_headers
+from actors.browser.tool_runner import build_registry
 from actors.tools.files import FileSandbox
 from actors.tools.page import PageTools
 from actors.tools.registry import Registry, ToolContext, ToolPolicy
+from actors.tools.shared import CAPTURED_HEADER_CHARS, CAPTURED_HEADERS, captured_headers
 from actors.tools.transfer import fetch
 from messages.errors import ErrorCode
 from tests.helpers.cdp_ws import CdpWsSession, WsTab

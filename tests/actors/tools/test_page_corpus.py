@@ -31,7 +31,7 @@ from typing import Any, TypeVar, cast
 
 import pytest
 
-from actors.browser_tools import TurnBrowser, build_registry
+from actors.browser.tool_runner import TurnBrowser, build_registry
 from actors.tools.cdp import CdpError, ErrorCode
 from actors.tools.files import FileSandbox
 from actors.tools.page import ActionResult, PageTools, Snapshot

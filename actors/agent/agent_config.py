@@ -1,0 +1,147 @@
+"""The agent hub's settings, and what reads or writes them for the panels and the options page.
+
+- :class:`AgentSettings`: what the daemon's agent side runs with (from ``config.toml``).
+- :class:`HostServices`: what the options page reaches through the daemon (v2 ``config.*``,
+  ``doctor.run``), implemented by the process layer.
+- :class:`AgentConfig`: ``config.get`` / ``config.set`` (a saved change applies at once: new turns
+  use the new model and policies), ``doctor.run``, the ``auth.status`` broadcast after a provider
+  check, and the push a session gets when it is ready (``sdk.ready``, ``auth.status``, the models).
+
+One :class:`AgentConfig` per daemon, owned by the hub (:class:`supervisors.agent.AgentHub`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from actors.agent.model_side import ModelSide
+from actors.agent.session_router import RouteTable
+from actors.agent.turn_scheduler import TurnScheduler
+from actors.browser.tool_runner import ToolRunner
+from actors.model.openai_gateway import ModelSettings
+from actors.tools.registry import ApprovalMode
+from messages.wire_outbound import ModelsCurrent, ModelsList, SdkReady
+
+if TYPE_CHECKING:
+    from actors.agent.connection import Connection
+
+__all__ = ["AgentConfig", "AgentSettings", "HostServices", "approval_mode"]
+
+log = logging.getLogger(__name__)
+
+
+class HostServices(Protocol):
+    """What the options page reaches through the daemon (v2 ``config.*``, ``doctor.run``).
+
+    Implemented by the process layer (:mod:`nativehost.daemon.settings`), which knows the config
+    file; ``set`` raises ``ValueError`` with a message naming the field and writes nothing then.
+    """
+
+    def get(self) -> tuple[dict[str, Any], dict[str, Any]]: ...
+
+    def set(self, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]: ...
+
+    async def doctor(self) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentSettings:
+    home: Path
+    model: ModelSettings | None
+    turn_concurrency: int = 4
+    same_session: str = "queue"
+    max_iterations: int = 25
+    allow_host_code: bool = False
+    approval_mode: str = "page-changing"
+    v1_approval_mode: str = "never"
+    approval_timeout_s: float = 300.0
+    #: May local clients (``browy run``/``chat``, MCP) drive a connected browser? (section 6)
+    allow_local_clients: bool = False
+    #: Tools the host's config disables for every session (on top of the panels' toggles).
+    disabled_tools: frozenset[str] = frozenset()
+    version: str = "0.1.0"
+
+
+class AgentConfig:
+    def __init__(
+        self,
+        settings: AgentSettings,
+        *,
+        services: HostServices | None,
+        reload_settings: Callable[[], AgentSettings] | None,
+        tools: ToolRunner,
+        models: ModelSide,
+        table: RouteTable,
+        connections: dict[int, Connection],
+        scheduler: Callable[[], TurnScheduler | None],
+        own: Callable[[Coroutine[Any, Any, Any], str], None],
+    ) -> None:
+        self.settings = settings
+        self.services = services
+        self._reload_settings = reload_settings
+        self._tools = tools
+        self._models = models
+        self._table = table
+        self._connections = connections
+        self._scheduler = scheduler  # the running TurnScheduler, if any
+        self._own = own  # runs a coroutine as a task the hub owns (awaited on stop)
+
+    async def check_auth(self) -> None:
+        """Ask the provider once at start; broadcast the answer (``auth.status`` is a broadcast)."""
+        try:
+            status = await self._models.refresh_auth()
+        except Exception:  # reported as unknown, never raised into the daemon
+            log.exception("the provider check failed")
+            return
+        for conn in list(self._connections.values()):
+            if conn.info.role == "relay" or self._table.sessions_of(conn.info.link_id):
+                await conn.send(status)
+
+    def apply(self, settings: AgentSettings) -> None:
+        """The config changed (options page): new turns use the new model and policies."""
+        self.settings = settings
+        self._tools.approval_mode = approval_mode(settings.approval_mode)
+        self._tools.v1_approval_mode = approval_mode(settings.v1_approval_mode)
+        self._tools.allow_host_code = settings.allow_host_code
+        scheduler = self._scheduler()
+        if scheduler is not None:
+            scheduler.queue.limit = settings.turn_concurrency
+        if self._models.reconfigure(settings.model):
+            self._own(self.check_auth(), "auth-check")
+
+    async def get(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        if self.services is None:
+            return {}, {}
+        return self.services.get()
+
+    async def set(self, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Validate and save (raises ValueError naming the field), then apply."""
+        if self.services is None:
+            raise ValueError("this host has no settings")
+        result = self.services.set(values)
+        if self._reload_settings is not None:
+            self.apply(self._reload_settings())
+        return result
+
+    async def doctor(self) -> list[dict[str, Any]]:
+        return await self.services.doctor() if self.services is not None else []
+
+    async def initial_push(self, conn: Connection) -> None:
+        # Section 3b: sdk.ready is ok whenever the daemon is up; the provider's state goes in
+        # auth.status only, and session.ready never waits for the provider.
+        await conn.send(SdkReady(ok=True))
+        await conn.send(self._models.auth)
+        await conn.send(ModelsCurrent(id=self._models.model_id))
+        await conn.send(ModelsList(models=self._models.known()))
+
+
+def approval_mode(value: str) -> ApprovalMode:
+    if value == "always":
+        return "always"
+    if value == "page-changing":
+        return "page-changing"
+    return "never"

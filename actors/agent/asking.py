@@ -1,0 +1,172 @@
+"""Asking the user during a turn (v2): approvals, ``ask_user``, and ``take_control``.
+
+A turn that asks gives up its scheduling slot while it waits (architecture.md section 2) and gets
+it back when the answer comes; no answer within the approval timeout counts as a refusal
+(protocol.md section 4). What is remembered (``allow_session``, ``allow_site``) is the
+:class:`actors.agent.prompts.PromptBroker`'s.
+
+- **Approvals** are asked before guarded tools when the approval mode says so. A v1 panel cannot
+  answer: the host's v1 mode alone decides, and a mode that asks refuses (section 3b). Text typed
+  into secret fields is masked in what the panel is shown.
+- **ask_user** puts a question in the panel and returns the answer (or a dismissal).
+- **take_control**: the first time a local client (CLI, MCP) takes a tab of a browser, that
+  browser's latest v2 panel is asked (section 6); a browser with no v2 panel is left to the config.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from actors.agent.prompts import PromptBroker
+from actors.agent.session_router import RouteTable
+from actors.agent.turn import trim_args
+from actors.agent.turn_scheduler import TurnTicket
+from actors.browser.tool_runner import AskUserArgs, ToolRunner, TurnBrowser, mask_secret_args
+from actors.tools.registry import ApprovalRequestInfo
+from messages.errors import BrowyError, ErrorCode
+from messages.wire_inbound import ApprovalResponse, UserAnswer
+from messages.wire_outbound import ApprovalRequest, AskOption, OutboundModel, UserAsk
+
+if TYPE_CHECKING:
+    from actors.agent.connection import Connection
+
+__all__ = ["UserAsking"]
+
+
+class UserAsking:
+    def __init__(
+        self,
+        *,
+        prompts: PromptBroker,
+        tools: ToolRunner,
+        table: RouteTable,
+        connections: dict[int, Connection],
+        emit: Callable[[str, OutboundModel], Awaitable[bool]],
+        yield_slot: Callable[[TurnTicket], Awaitable[None]],
+        reclaim: Callable[[TurnTicket], Awaitable[None]],
+        timeout_s: Callable[[], float],
+    ) -> None:
+        self.prompts = prompts
+        self._tools = tools
+        self._table = table
+        self._connections = connections
+        self._emit = emit
+        self._yield = yield_slot
+        self._reclaim = reclaim
+        self._timeout_s = timeout_s
+        # (local client link, browser link) pairs whose take_control the browser's user allowed.
+        self._control_granted: set[tuple[int, int]] = set()
+
+    async def _waiting(self, ticket: TurnTicket, fut: asyncio.Future[Any]) -> Any:
+        """Wait for the user's answer with the turn's scheduling slot given up."""
+        await self._yield(ticket)
+        try:
+            async with asyncio.timeout(self._timeout_s()):
+                return await fut
+        finally:
+            await self._reclaim(ticket)
+
+    async def approve(
+        self, ticket: TurnTicket, browser: TurnBrowser | None, info: ApprovalRequestInfo
+    ) -> bool:
+        entry = self._table.lookup(ticket.session_id)
+        if entry is None or ticket.protocol < 2:
+            return False
+        origin = await browser.origin() if browser is not None else ""
+        if self.prompts.allowed(entry.scope, ticket.session_id, info.tool, origin):
+            return True
+        approval_id, fut = self.prompts.open_approval(ticket.session_id)
+        risk = "high" if self._tools.is_host_code(info.tool) else "page-changing"
+        shown = mask_secret_args(info.tool, info.args, browser)
+        try:
+            await self._emit(
+                ticket.session_id,
+                ApprovalRequest(
+                    session_id=ticket.session_id,
+                    approval_id=approval_id,
+                    tool=info.tool,
+                    args=trim_args(shown),
+                    summary=info.summary[:500] if shown is info.args else f"{info.tool} (secret)",
+                    risk=risk,
+                    origin=origin,
+                ),
+            )
+            decision = await self._waiting(ticket, fut)
+        except TimeoutError:
+            return False
+        finally:
+            self.prompts.close(approval_id)
+        self.prompts.remember(entry.scope, ticket.session_id, info.tool, origin, decision)
+        return bool(decision != "deny")
+
+    async def ask_user(self, ticket: TurnTicket, args: AskUserArgs) -> tuple[Any, bool]:
+        ask_id, fut = self.prompts.open_ask(ticket.session_id)
+        options = [AskOption(label=o.label, value=o.value) for o in args.options or []]
+        try:
+            await self._emit(
+                ticket.session_id,
+                UserAsk(
+                    session_id=ticket.session_id,
+                    ask_id=ask_id,
+                    kind=args.kind,
+                    prompt=args.prompt,
+                    options=options or None,
+                    default_value=args.default_value,
+                ),
+            )
+            result: tuple[Any, bool] = await self._waiting(ticket, fut)
+            return result
+        except TimeoutError:
+            return None, True
+        finally:
+            self.prompts.close(ask_id)
+
+    async def take_control(self, client_link: int, browser_conn: Connection, tab_id: int) -> None:
+        """Ask the browser's user before a local client first drives one of its tabs.
+
+        Raises APPROVAL_DENIED when the user says no (or does not answer in time)."""
+        key = (client_link, browser_conn.info.link_id)
+        if key in self._control_granted:
+            return
+        panels = [
+            e
+            for e in self._table.sessions_of(browser_conn.info.link_id)
+            if e.link.protocol >= 2 and e.session_id.startswith(("sp-", "dt-"))
+        ]
+        if panels:
+            panel = panels[-1]
+            approval_id, fut = self.prompts.open_approval(panel.session_id)
+            client = self._connections.get(client_link)
+            role = client.info.role if client is not None else "cli"
+            try:
+                await browser_conn.send(
+                    ApprovalRequest(
+                        session_id=panel.session_id,
+                        approval_id=approval_id,
+                        tool="take_control",
+                        args={"client": role, "tabId": tab_id},
+                        summary=f"A local {role} client wants to drive this browser's tab",
+                        risk="high",
+                        origin="",
+                    )
+                )
+                async with asyncio.timeout(self._timeout_s()):
+                    decision = await fut
+            except TimeoutError:
+                decision = "deny"
+            finally:
+                self.prompts.close(approval_id)
+            if decision == "deny":
+                raise BrowyError(
+                    "The browser's user did not allow this client to take control.",
+                    code=ErrorCode.APPROVAL_DENIED,
+                )
+        self._control_granted.add(key)
+
+    def approval_response(self, msg: ApprovalResponse) -> None:
+        self.prompts.answer(msg.approval_id, msg.session_id, msg.decision)
+
+    def user_answer(self, msg: UserAnswer) -> None:
+        self.prompts.answer(msg.ask_id, msg.session_id, (msg.value, bool(msg.cancelled)))

@@ -1,0 +1,1 @@
+"""The browser side of a turn: browser calls (CDPProxy), the pinned tab, and running tools."""

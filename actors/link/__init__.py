@@ -1,0 +1,1 @@
+"""The link between the relay (or a local client) and the daemon: its asyncio shell."""

@@ -1,0 +1,1 @@
+"""Model gateways: one streamed model call at a time, OpenAI-compatible or Anthropic."""

@@ -1,0 +1,1 @@
+"""The actor runtime: asyncio actors with bounded mailboxes, thread-bound actors, the Logger."""

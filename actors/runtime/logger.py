@@ -1,0 +1,221 @@
+"""The Logger: a thread-bound actor that owns the log file. Never writes stdout.
+
+Rules:
+
+* **stdout is the protocol** (native messaging frames), so nothing here touches fd 1: the file
+  handler writes the log file only, and its ``handleError`` is silent (the stdlib one prints to
+  stderr, and a logging call must never raise into the code that logged).
+* **Secrets never reach the disk.** Every line goes through ``redact`` on the Logger's thread:
+  API keys (``sk-...``, ``sk-ant-...``), ``Bearer`` tokens, ``Authorization``/``Cookie``/
+  ``Set-Cookie`` header values, ``apiKey``/``api_key``/``cookie``/token fields in JSON, dict
+  reprs and query strings.
+* **Whole lines, appended.** Each record is one ``write`` of complete lines to a file opened for
+  append, so two processes appending to one file (a relay) never interleave half-lines.
+* **Rotation** (only the daemon rotates; relays pass ``rotate=False``): before a write that would
+  take the file past ``max_bytes``, ``host.log`` becomes ``host.log.1`` (replacing the previous
+  one) and a new ``host.log`` is started: exactly one old copy is kept.
+* **Bounded.** The handler counts records in flight; past the bound it drops (and later reports
+  how many were dropped) instead of growing memory or blocking the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from actors.runtime.threaded import ThreadActor, ThreadHandle, start_thread_actor
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "Flush",
+    "Logger",
+    "LoggingHandle",
+    "WriteLines",
+    "install_logging",
+    "redact",
+]
+
+DEFAULT_MAX_BYTES = 5 * 1024 * 1024
+REDACTED = "[REDACTED]"
+
+_KEYS = (
+    r"api[_-]?key|x-api-key|authorization|proxy-authorization|cookie|set-cookie"
+    r"|access[_-]?token|refresh[_-]?token|id[_-]?token|client[_-]?secret|password|secret|token"
+)
+# Order matters: quoted fields first, so the header rule does not eat a JSON line's remainder.
+_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    # "apiKey": "...", 'cookie': '...'  (JSON and Python reprs)
+    (
+        re.compile(
+            rf"""(?P<q>["'])(?P<k>{_KEYS})(?P=q)(?P<sep>\s*[:=]\s*)"""
+            r"""(?P<v>["'])(?:\\.|(?!(?P=v)).)*(?P=v)""",
+            re.IGNORECASE,
+        ),
+        rf"\g<q>\g<k>\g<q>\g<sep>\g<v>{REDACTED}\g<v>",
+    ),
+    # Header lines: the whole value up to the end of the line.
+    (
+        re.compile(
+            r"\b(?P<k>authorization|proxy-authorization|cookie|set-cookie|x-api-key)"
+            r"(?P<sep>\s*:\s*)[^\r\n]+",
+            re.IGNORECASE,
+        ),
+        rf"\g<k>\g<sep>{REDACTED}",
+    ),
+    # api_key=..., token=... in query strings and key=value logs.
+    (
+        re.compile(rf"\b(?P<k>{_KEYS})=(?P<v>[^\s&\"',;]+)", re.IGNORECASE),
+        rf"\g<k>={REDACTED}",
+    ),
+    (re.compile(r"\bBearer\s+[A-Za-z0-9\-._~+/]+=*", re.IGNORECASE), f"Bearer {REDACTED}"),
+    # OpenAI (sk-..., sk-proj-...) and Anthropic (sk-ant-...) keys, wherever they appear.
+    (re.compile(r"\bsk-[A-Za-z0-9][A-Za-z0-9_\-]{12,}"), f"sk-{REDACTED}"),
+)
+
+
+def redact(text: str) -> str:
+    """Return ``text`` with every secret this module knows replaced by ``[REDACTED]``."""
+    for pattern, replacement in _RULES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteLines:
+    """Append ``text`` (one or more lines; a final newline is added) after redaction."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Flush:
+    """Answered once everything queued before it is on the OS."""
+
+
+class Logger(ThreadActor[WriteLines | Flush]):
+    """Owns the log file; runs on its own thread because writes and renames block."""
+
+    crash_on_ask_error = False  # a failing write must not lose the logger
+
+    def __init__(self, path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES, rotate: bool = True):
+        self.path = path
+        self.max_bytes = max_bytes
+        self.rotate = rotate
+        self._file: IO[bytes] | None = None
+        self._size = 0
+
+    def on_start(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._open()
+
+    def on_stop(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def on_failure(self, exc: BaseException) -> None:
+        self.on_stop()
+
+    def handle(self, msg: WriteLines | Flush) -> None:
+        if isinstance(msg, Flush):
+            if self._file is not None:
+                self._file.flush()
+            return
+        data = (redact(msg.text).rstrip("\n") + "\n").encode("utf-8", "backslashreplace")
+        if self.rotate and self._size > 0 and self._size + len(data) > self.max_bytes:
+            self._rotate()
+        assert self._file is not None
+        self._file.write(data)  # one unbuffered write: whole lines, appended
+        self._size += len(data)
+
+    def _open(self) -> None:
+        # Unbuffered append: each record reaches the OS in one write(2) with O_APPEND.
+        self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 - closed in on_stop
+        self._size = os.fstat(self._file.fileno()).st_size
+
+    def _rotate(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        os.replace(self.path, self.path.with_name(self.path.name + ".1"))
+        self._open()
+
+
+class _ActorHandler(logging.Handler):
+    """Formats on the caller's thread, posts to the Logger; never raises, never prints."""
+
+    def __init__(self, actor: ThreadHandle, level: int, max_pending: int) -> None:
+        super().__init__(level)
+        self._actor = actor
+        self._max_pending = max_pending
+        self._pending = 0
+        self._dropped = 0
+        self._lock = threading.Lock()
+
+    def _done(self, _result: object, _error: BaseException | None) -> None:
+        with self._lock:
+            self._pending -= 1
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record)
+            with self._lock:
+                if self._pending >= self._max_pending:
+                    self._dropped += 1
+                    return
+                self._pending += 1
+                dropped, self._dropped = self._dropped, 0
+            if dropped:
+                text = f"[logger] {dropped} records dropped (backlog)\n{text}"
+            self._actor.post(WriteLines(text=text), self._done)
+        except Exception:
+            self.handleError(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        # The stdlib prints to stderr here; we must neither raise nor print. Counted instead.
+        with self._lock:
+            self._dropped += 1
+
+
+@dataclass(slots=True)
+class LoggingHandle:
+    """What ``install_logging`` returns; ``close()`` flushes, detaches and ends the thread."""
+
+    handler: logging.Handler
+    actor: ThreadHandle
+    logger: logging.Logger
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Blocking and idempotent: detach the handler, write what is queued, join the thread."""
+        self.logger.removeHandler(self.handler)
+        # A stop is handled after the lines queued before it, so nothing logged is lost.
+        self.actor.stop_and_join(timeout, drain=True)
+
+
+def install_logging(
+    path: Path | str,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    level: int = logging.INFO,
+    rotate: bool = True,
+    logger: logging.Logger | None = None,
+    max_pending: int = 10_000,
+    daemon: bool = False,
+) -> LoggingHandle:
+    """Route ``logging`` (the root logger by default) to a Logger thread writing ``path``."""
+    actor = start_thread_actor(
+        Logger(Path(path), max_bytes=max_bytes, rotate=rotate), name="logger", daemon=daemon
+    )
+    handler = _ActorHandler(actor, level, max_pending)
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
+    )
+    target = logger if logger is not None else logging.getLogger()
+    target.addHandler(handler)
+    if target.level == logging.NOTSET or target.level > level:
+        target.setLevel(level)
+    return LoggingHandle(handler=handler, actor=actor, logger=target)

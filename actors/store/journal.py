@@ -1,0 +1,271 @@
+"""The chat journal on disk: record framing, torn-tail repair, safe file names, appends, fsync.
+
+The semantics of the records (turns, rows, model messages) live in :mod:`actors.store.chat_store`;
+this module only knows bytes and files, so its rules can be tested byte by byte.
+
+Record framing (little-endian)::
+
+    +----------------+------------------------+---------------------------------------+
+    | length: u32 LE | payload: msgpack map   | crc: u32 LE = crc32(length + payload) |
+    +----------------+------------------------+---------------------------------------+
+
+A reader takes records while they are whole and their CRC matches; the first short, oversized,
+corrupt or non-map record ends the journal. Appends are the only writes, so a crash can only leave
+a *tail* that is torn (a record cut mid-write) or garbage: :meth:`Journal.load` cuts the file back
+to the end of the last whole record, and every complete record before it survives.
+
+Durability (architecture.md section 2, session store): each record is handed to the OS with
+``os.write`` on an ``O_APPEND`` descriptor before the action it records, so a *process* crash
+loses nothing; :meth:`Journal.sync_job` returns the fsync to run once per turn end on a worker
+thread, so no hot path waits for the disk. Everything else here runs on the caller's thread.
+
+File names: :func:`safe_name` maps any id (an extension install id, a session id) to one path
+component that cannot climb out of its directory, and stays distinct on case-insensitive file
+systems (macOS): only ``[a-z0-9_-]`` and non-leading ``.`` are kept, every other character becomes
+``%XX`` escapes of its UTF-8 bytes (upper-case hex), and very long names end in a hash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import struct
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from messages.errors import LocalError
+
+__all__ = [
+    "JOURNAL_SUFFIX",
+    "MAX_RECORD",
+    "Journal",
+    "StoreError",
+    "encode_record",
+    "safe_name",
+    "scan_records",
+]
+
+log = logging.getLogger(__name__)
+
+JOURNAL_SUFFIX = ".journal"
+#: Larger declared lengths are taken as corruption (a tool result kept whole for the model can be
+#: big, but not this big: the inbound frame limit is 64 MiB).
+MAX_RECORD = 96 * 1024 * 1024
+_HEAD = struct.Struct("<I")
+_OVERHEAD = 2 * _HEAD.size
+_SAFE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
+_MAX_NAME = 120  # well under the 255-byte limit of common file systems, suffix included
+
+
+class StoreError(LocalError):
+    """The store could not do what was asked (disk error, closed store, misuse). Log it."""
+
+
+def _scrub(value: Any) -> Any:
+    """Replace lone surrogates (Chrome can send them; UTF-8 cannot carry them) with U+FFFD."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(v) for v in value]
+    return value
+
+
+def encode_record(obj: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
+    """Frame one record; return the bytes and the record they hold (``obj``, or a copy with lone
+    surrogates replaced). Raises :class:`StoreError` if msgpack cannot carry it or it is too
+    big."""
+    try:
+        try:
+            payload = msgpack.packb(obj, use_bin_type=True)
+        except UnicodeEncodeError:
+            obj = _scrub(obj)
+            payload = msgpack.packb(obj, use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise StoreError(f"record cannot be encoded: {exc}") from exc
+    if len(payload) > MAX_RECORD:
+        raise StoreError(f"record of {len(payload)} bytes is over the {MAX_RECORD} limit")
+    head = _HEAD.pack(len(payload))
+    return head + payload + _HEAD.pack(zlib.crc32(payload, zlib.crc32(head))), obj
+
+
+def scan_records(data: bytes | bytearray | memoryview) -> tuple[list[dict[str, Any]], int]:
+    """Decode the whole records at the start of ``data``; return them and the bytes they span.
+
+    Never raises: the first record that is short, too long, fails its CRC or is not a msgpack map
+    ends the scan (everything from there on is the tail to cut).
+    """
+    view = memoryview(data)
+    records: list[dict[str, Any]] = []
+    pos, end = 0, len(view)
+    while end - pos >= _OVERHEAD:
+        (length,) = _HEAD.unpack_from(view, pos)
+        stop = pos + _HEAD.size + length
+        if length > MAX_RECORD or stop + _HEAD.size > end:
+            break
+        (crc,) = _HEAD.unpack_from(view, stop)
+        if zlib.crc32(view[pos:stop]) != crc:
+            break
+        try:
+            obj = msgpack.unpackb(view[pos + _HEAD.size : stop], raw=False)
+        except Exception:  # msgpack raises several unrelated types for bad input
+            break
+        if not isinstance(obj, dict):
+            break
+        records.append(obj)
+        pos = stop + _HEAD.size
+    return records, pos
+
+
+def safe_name(raw: str) -> str:
+    """One safe path component for ``raw`` (injective, case-insensitively too). See module doc."""
+    if not raw:
+        raise StoreError("an empty id cannot name a file")
+    parts: list[str] = []
+    for index, char in enumerate(raw):
+        if char in _SAFE_CHARS or (char == "." and index > 0):
+            parts.append(char)
+        else:
+            parts.extend(f"%{b:02X}" for b in char.encode("utf-8", "surrogatepass"))
+    name = "".join(parts)
+    if len(name) > _MAX_NAME:
+        # "~" never appears in an unhashed name, so the two kinds cannot collide.
+        digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        name = f"{name[:80]}~{digest}"
+    return name
+
+
+FsyncFn = Callable[[int], None]
+
+
+class Journal:
+    """One journal file: load (with repair), append, hand out fsync jobs, close.
+
+    Not thread-safe: one owner (the event loop thread) calls everything except the job returned
+    by :meth:`sync_job`, which holds its own duplicate descriptor and may run on any thread.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.size = 0  # bytes of whole records in the file
+        self._fd: int | None = None
+        self._dirty = False  # written since the last sync job
+        self._new_dirs: list[Path] = []  # directories created for this file: fsync them too
+        self._closed = False
+
+    def load(self) -> list[dict[str, Any]]:
+        """Read every whole record; cut a torn or corrupt tail off the file first."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            self.size = 0
+            return []
+        except OSError as exc:
+            raise StoreError(f"cannot read {self.path.name}: {exc}") from exc
+        records, good = scan_records(data)
+        if good < len(data):
+            log.warning(
+                "journal %s: cut %d bytes of torn or corrupt tail after %d whole records",
+                self.path.name,
+                len(data) - good,
+                len(records),
+            )
+            try:
+                os.truncate(self.path, good)
+            except OSError as exc:
+                raise StoreError(f"cannot repair {self.path.name}: {exc}") from exc
+        self.size = good
+        return records
+
+    def append(self, record: dict[str, Any]) -> dict[str, Any]:
+        """Hand one record to the OS (``os.write``, ``O_APPEND``), all of it or none of it.
+
+        Returns the record as written (see :func:`encode_record`)."""
+        if self._closed:
+            raise StoreError(f"journal {self.path.name} is closed")
+        data, record = encode_record(record)
+        fd = self._open_fd()
+        view = memoryview(data)
+        written = 0
+        try:
+            while written < len(data):
+                written += os.write(fd, view[written:])
+        except OSError as exc:
+            # Take back a partial record so the next append does not follow a torn one.
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, self.size)
+            raise StoreError(f"cannot write {self.path.name}: {exc}") from exc
+        self.size += len(data)
+        self._dirty = True
+        return record
+
+    def _open_fd(self) -> int:
+        if self._fd is None:
+            parent = self.path.parent
+            missing = [p for p in (parent.parent, parent) if not p.exists()]
+            try:
+                parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                existed = self.path.exists()
+                flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+                self._fd = os.open(self.path, flags, 0o600)
+            except OSError as exc:
+                raise StoreError(f"cannot open {self.path.name}: {exc}") from exc
+            # A new file (or directory) is durable only once its directory entry is synced.
+            self._new_dirs = [*([] if existed else [parent]), *(p.parent for p in missing)]
+        return self._fd
+
+    @property
+    def dirty(self) -> bool:
+        """Written since the last fsync job was handed out."""
+        return self._dirty
+
+    def sync_job(self, fsync: FsyncFn) -> Callable[[], None] | None:
+        """The fsync for what was written so far, to run off the loop; None if nothing to do.
+
+        The job owns a duplicate descriptor (closed when it finishes), so closing or deleting the
+        journal meanwhile is safe. fsync errors are logged, not raised: the turn is over and
+        nobody could act on them.
+        """
+        if self._fd is None or not self._dirty:
+            return None
+        fd, dirs, name = os.dup(self._fd), self._new_dirs, self.path.name
+        self._dirty, self._new_dirs = False, []
+
+        def job() -> None:
+            try:
+                fsync(fd)
+                for directory in dict.fromkeys(dirs):
+                    dir_fd = os.open(directory, os.O_RDONLY)
+                    try:
+                        fsync(dir_fd)
+                    finally:
+                        os.close(dir_fd)
+            except OSError:
+                log.exception("journal %s: fsync failed", name)
+            finally:
+                os.close(fd)
+
+        return job
+
+    def close(self) -> None:
+        """Close the descriptor (idempotent); later appends raise :class:`StoreError`."""
+        self._closed = True
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def delete(self) -> None:
+        """Close and remove the file."""
+        self.close()
+        try:
+            self.path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot delete {self.path.name}: {exc}") from exc

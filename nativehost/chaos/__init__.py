@@ -1,0 +1,1 @@
+"""``browy chaos``: the fault-injection harness, in-process and with real processes."""

@@ -1,0 +1,119 @@
+"""What ``browy chaos`` measures and finds of processes: open descriptors, memory, liveness.
+
+The ``flat`` invariant (:mod:`nativehost.chaos.checks`) compares open file descriptors and memory
+at warm-up and at the end: of this process in in-process mode (:func:`_fds`, :func:`_rss`, less
+what the harness's own records hold, :func:`deep_size`), of the daemon in process mode
+(:func:`_proc_fds`, :func:`_proc_rss`). Process mode also finds its daemons and relays by pid
+(:func:`pid_alive`, :func:`_cmdline`, :func:`_home_daemons`), never by name. They read Linux
+``/proc``, with a fallback where the standard library has one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+__all__ = ["deep_size", "pid_alive"]
+
+
+def _fds() -> int:
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return 0
+
+
+def _rss() -> int:
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def deep_size(root: object) -> int:
+    """Bytes held by *root* and everything it reaches through containers and slotted records
+    (each object counted once; shared immortal objects such as None and small ints excluded)."""
+    seen: set[int] = set()
+    total = 0
+    stack = [root]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or obj is None or isinstance(obj, bool):
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        if isinstance(obj, dict):
+            stack.extend(obj.keys())
+            stack.extend(obj.values())
+        elif isinstance(obj, list | tuple | set | frozenset):
+            stack.extend(obj)
+        elif hasattr(type(obj), "__slots__") and not isinstance(obj, str | bytes | int | float):
+            slots: tuple[str, ...] = getattr(type(obj), "__slots__", ())
+            stack.extend(getattr(obj, name, None) for name in slots)
+    return total
+
+
+def pid_alive(pid: int) -> bool:
+    """True when *pid* runs (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return state != b"Z"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _proc_fds(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return 0
+
+
+def _proc_rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _home_daemons(home: Path, known: set[int]) -> list[int]:
+    """Daemons of *home* that no pid file recorded (e.g. a second one), from /proc."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        if entry.isdigit() and int(entry) not in known:
+            line = _cmdline(int(entry))
+            if (
+                "nativehost.daemon.process" in line
+                and f"--home {home}" in line
+                and pid_alive(int(entry))
+            ):
+                found.append(int(entry))
+    return found
+
+
+def _harness_fds() -> int:
+    return _proc_fds(os.getpid())

@@ -1,0 +1,1 @@
+"""The ``browy`` command line: its subcommands and the terminal client."""

@@ -1,0 +1,7 @@
+"""``python -m nativehost.cli``."""
+
+import sys
+
+from nativehost.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,119 @@
+"""``browy`` subcommands that run or watch the host: daemon start|stop|status|run, and logs.
+
+Rows of :data:`nativehost.cli.main.COMMANDS` (configure function, handler); :func:`follow_file` is
+``logs -f``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+from nativehost.cli.context import Context, UserError
+from nativehost.home import log_dir
+
+__all__ = [
+    "configure_daemon",
+    "configure_logs",
+    "follow_file",
+    "handle_daemon",
+    "handle_logs",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# logs
+
+
+def configure_logs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+
+
+def follow_file(
+    path: Path,
+    out: IO[str],
+    *,
+    stop: Callable[[], bool],
+    poll_s: float = 0.25,
+    from_start: bool = False,
+) -> None:
+    """Print what is appended to *path* (from its start if *from_start*, else from its current
+    end), reopening it when the log rotates, until *stop()* is true."""
+    f = path.open("r", encoding="utf-8", errors="replace")
+    try:
+        if not from_start:
+            f.seek(0, os.SEEK_END)
+        inode = os.fstat(f.fileno()).st_ino
+        while not stop():
+            chunk = f.read()
+            if chunk:
+                out.write(chunk)
+                out.flush()
+                continue
+            try:
+                rotated = path.stat().st_ino != inode
+            except FileNotFoundError:
+                rotated = False
+            if rotated:
+                f.close()
+                f = path.open("r", encoding="utf-8", errors="replace")
+                inode = os.fstat(f.fileno()).st_ino
+                continue
+            time.sleep(poll_s)  # a file has no readiness event to wait on
+    finally:
+        f.close()
+
+
+def handle_logs(args: argparse.Namespace, ctx: Context) -> int:
+    path = log_dir(ctx.home) / "host.log"
+    if not path.is_file():
+        raise UserError(f"no log yet at {path}")
+    ctx.stdout.write(path.read_text(encoding="utf-8", errors="replace"))
+    if args.follow:
+        with contextlib.suppress(KeyboardInterrupt):
+            follow_file(path, ctx.stdout, stop=lambda: False)
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# daemon (nativehost.daemon.process is imported only here: the module is optional for the rest)
+
+
+def configure_daemon(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="daemon_action", metavar="ACTION", required=True)
+    sub.add_parser("start", help="start the daemon in the background")
+    sub.add_parser("stop", help="stop the daemon")
+    sub.add_parser("status", help="is it running? (exit code 3 if not)")
+    run = sub.add_parser("run", help="run the daemon in the foreground")
+    run.add_argument("--idle-exit", type=float, metavar="SECONDS", help="exit after idling")
+
+
+def handle_daemon(args: argparse.Namespace, ctx: Context) -> int:
+    try:
+        # import_module, not an import statement: the module is written separately and may be
+        # missing; its functions are then untyped here, which is fine for four calls.
+        daemon = importlib.import_module("nativehost.daemon.process")
+    except ImportError as exc:
+        raise UserError(f"daemon module unavailable ({exc})") from None
+    home = ctx.home
+    action = args.daemon_action
+    if action == "start":
+        daemon.start_daemon(home)
+        ctx.out(f"daemon started ({home})")
+        return 0
+    if action == "stop":
+        ctx.out("daemon stopped" if daemon.stop_daemon(home) else "daemon was not running")
+        return 0
+    if action == "status":
+        status = daemon.daemon_status(home)
+        ctx.out(str(status))
+        return 3 if getattr(status, "running", True) is False else 0
+    if args.idle_exit is not None:
+        return int(daemon.run_daemon(home, idle_exit_s=args.idle_exit))
+    return int(daemon.run_daemon(home))

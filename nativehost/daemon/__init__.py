@@ -1,0 +1,1 @@
+"""The browyd daemon: the process (single instance, detached start) and its server."""

@@ -1,0 +1,7 @@
+"""``python -m nativehost.daemon``."""
+
+import sys
+
+from nativehost.daemon.process import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""``browy demo``: the demo shop, a private Chromium, and the scripted model server."""

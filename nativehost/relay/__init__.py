@@ -1,0 +1,1 @@
+"""The native messaging host Chrome starts (``com.browy.host``): a relay to the daemon."""

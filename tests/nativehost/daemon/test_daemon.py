@@ -1,0 +1,133 @@
+"""The daemon process: lifecycle, single instance, transports, handshake rules, idle exit."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from actors.link.link_stream import LinkRefusedError, LinkStream, client_handshake, peer_uid
+from messages.link import LinkControl, LinkData, LinkHello
+from nativehost.daemon.process import daemon_status, is_running, start_daemon, stop_daemon
+from nativehost.home import socket_path
+from nativehost.link import open_link, query_daemon, tcp_endpoint_path
+from tests.helpers.native_peer import RelayPeer, kill_daemon, wait_for
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    home = tmp_path / "browy"
+    home.mkdir()
+    yield home
+    kill_daemon(home)
+
+
+def test_start_status_and_stop_a_detached_daemon(home: Path) -> None:
+    os.environ["BROWY_IDLE_EXIT_SECONDS"] = "30"
+    try:
+        start_daemon(home)
+    finally:
+        del os.environ["BROWY_IDLE_EXIT_SECONDS"]
+    status = daemon_status(home)
+    assert status.running
+    assert status.details["links"] == 0
+    assert "running" in str(status)
+    sock = socket_path(home)
+    assert stat.S_IMODE(sock.stat().st_mode) == 0o600  # the link is open to its user only
+    assert stat.S_IMODE(sock.parent.stat().st_mode) == 0o700
+    assert stop_daemon(home) is True  # SIGTERM, then it exits and releases its lock
+    assert not is_running(home)
+    assert not sock.exists()
+    assert "not running" in str(daemon_status(home))
+
+
+def test_a_second_daemon_for_the_same_home_exits_at_once(home: Path) -> None:
+    start_daemon(home)
+    second = subprocess.run(
+        [sys.executable, "-m", "nativehost.daemon.process", "--home", str(home)],
+        capture_output=True,
+        timeout=20,
+        check=False,
+    )
+    assert second.returncode == 0
+    assert is_running(home)  # the first one still serves
+    stop_daemon(home)
+
+
+async def test_an_idle_daemon_exits_after_its_idle_time(home: Path) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "nativehost.daemon.process", "--home", str(home), "--idle-exit", "0.5"
+    )
+    async with asyncio.timeout(20):
+        assert await proc.wait() == 0
+    assert not is_running(home)
+
+
+async def test_the_tcp_link_needs_the_token_and_serves_the_relay(home: Path) -> None:
+    (home / "config.toml").write_text('[daemon]\nlink_transport = "tcp"\n')
+    relay = await RelayPeer.start(home, BROWY_LINK_TRANSPORT="tcp")
+    try:
+        frames = await relay.handshake(1, "sp-1")
+        assert frames[0]["type"] == "hello.ack"
+        endpoint = tcp_endpoint_path(home)
+        assert stat.S_IMODE(endpoint.stat().st_mode) == 0o600
+        port = orjson.loads(endpoint.read_bytes())["port"]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        stream = LinkStream(reader, writer)
+        hello = LinkHello(
+            min_version=1, max_version=1, role="cli", origin="", pid=1, package_version="x",
+            token="not-the-token",
+        )  # fmt: skip
+        with pytest.raises(LinkRefusedError) as refused:
+            await client_handshake(stream, hello, timeout=5)
+        assert refused.value.code == "ORIGIN_FORBIDDEN"
+        stream.close()
+    finally:
+        await relay.kill()
+        os.environ["BROWY_LINK_TRANSPORT"] = "tcp"
+        try:
+            stop_daemon(home)
+        finally:
+            del os.environ["BROWY_LINK_TRANSPORT"]
+
+
+async def test_a_newer_relay_is_refused_clearly_and_the_old_daemon_makes_way(home: Path) -> None:
+    await asyncio.to_thread(start_daemon, home)
+    reader, writer = await asyncio.open_unix_connection(str(socket_path(home)))
+    stream = LinkStream(reader, writer)
+    hello = LinkHello(
+        min_version=7, max_version=9, role="relay", origin="", pid=1, package_version="9.0"
+    )
+    with pytest.raises(LinkRefusedError) as refused:
+        await client_handshake(stream, hello, timeout=5)
+    assert refused.value.code == "PROTOCOL_MISMATCH"
+    assert "exit when idle" in refused.value.message
+    stream.close()
+    await wait_for(lambda: not is_running(home), timeout=15)  # it made way for a newer one
+
+
+async def test_the_link_answers_a_cli_status_and_reports_the_peer_as_our_user(home: Path) -> None:
+    await asyncio.to_thread(start_daemon, home)
+    status = await query_daemon(home, "status")
+    assert status["pid"] > 0
+    stream, welcome = await open_link(home, role="cli")
+    assert welcome.version == 1
+    assert peer_uid(stream.writer) == os.getuid()
+    stream.send(LinkControl(op="status", args={}))
+    stream.send(LinkData(b'{"type": "ping", "id": 3}'))
+    await stream.drain()
+    got: list[object] = []
+    async with asyncio.timeout(5):
+        while len(got) < 2:
+            got.append(await stream.recv())
+    assert any(isinstance(g, LinkControl) and g.op == "status" for g in got)
+    assert LinkData(b'{"type":"pong","id":3}') in got
+    stream.close()
+    await asyncio.to_thread(stop_daemon, home)

@@ -1,0 +1,267 @@
+"""doctor: each mistake Chrome would punish is found and named."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nativehost.config import set_config_value
+from nativehost.origins import OUR_EXTENSION_ID
+from nativehost.setup.doctor import (
+    CHROME_FORBIDDEN,
+    CHROME_NOT_FOUND,
+    CHROME_START_FAILED,
+    Check,
+    exit_code,
+    format_checks,
+    run_checks,
+)
+from nativehost.setup.install import install_host
+from nativehost.setup.platforms import OSName, Platform
+
+OUR_ORIGIN = f"chrome-extension://{OUR_EXTENSION_ID}/"
+OTHER_ID = "abcdefghijklmnopabcdefghijklmnop"
+
+
+@dataclass
+class FakeStatus:
+    running: bool
+
+    def __str__(self) -> str:
+        return "browyd: running" if self.running else "browyd: not running"
+
+
+def stopped(home: Path) -> FakeStatus:
+    return FakeStatus(running=False)
+
+
+@pytest.fixture
+def platform(tmp_path: Path) -> Platform:
+    return Platform(OSName.LINUX, home=tmp_path / "user", root=tmp_path / "root")
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "browy"
+
+
+def installed(platform: Platform, home: Path) -> Path:
+    """Install for chromium with a working model config; return the manifest path."""
+    report = install_host(platform, home=home, browsers=["chromium"])
+    set_config_value(home, "model.model", "gpt-test")
+    set_config_value(home, "model.api_key", "sk-test")
+    return report.manifests[0].path
+
+
+def checks_of(platform: Platform, home: Path, **kw: Any) -> list[Check]:
+    kw.setdefault("env", {})
+    kw.setdefault("daemon_status", stopped)
+    return run_checks(platform, home, **kw)
+
+
+def failing(checks: list[Check]) -> list[Check]:
+    return [c for c in checks if not c.ok]
+
+
+def edit(manifest: Path, **changes: Any) -> None:
+    data = json.loads(manifest.read_text())
+    data.update(changes)
+    manifest.write_text(json.dumps(data))
+
+
+def test_a_good_installation_passes(platform: Platform, home: Path) -> None:
+    installed(platform, home)
+    checks = checks_of(platform, home)
+    assert failing(checks) == []
+    assert exit_code(checks) == 0
+
+
+def test_a_missing_manifest_is_reported_with_chromes_words(platform: Platform, home: Path) -> None:
+    checks = checks_of(platform, home)
+    [missing] = [c for c in checks if c.name == "manifest"]
+    assert not missing.ok
+    assert CHROME_NOT_FOUND in missing.detail
+    assert missing.fix == "browy install-host"
+    assert exit_code(checks) == 1
+
+
+def test_a_missing_trailing_slash_is_caught(platform: Platform, home: Path) -> None:
+    manifest = installed(platform, home)
+    edit(manifest, allowed_origins=[OUR_ORIGIN.rstrip("/")])
+    [bad] = failing(checks_of(platform, home))
+    assert "lacks the trailing slash" in bad.detail
+    assert CHROME_NOT_FOUND in bad.detail
+
+
+def test_a_wrong_extension_id_is_caught(platform: Platform, home: Path) -> None:
+    manifest = installed(platform, home)
+    edit(manifest, allowed_origins=[f"chrome-extension://{OTHER_ID}/"])
+    [bad] = failing(checks_of(platform, home))
+    assert OUR_EXTENSION_ID in bad.detail
+    assert CHROME_FORBIDDEN in bad.detail
+
+
+def test_a_relative_path_is_caught(platform: Platform, home: Path) -> None:
+    manifest = installed(platform, home)
+    edit(manifest, path="bin/browy-host")
+    [bad] = failing(checks_of(platform, home))
+    assert "relative" in bad.detail
+    assert CHROME_START_FAILED in bad.detail
+
+
+def test_a_missing_path_is_caught(platform: Platform, home: Path, tmp_path: Path) -> None:
+    manifest = installed(platform, home)
+    edit(manifest, path=str(tmp_path / "gone"))
+    [bad] = failing(checks_of(platform, home))
+    assert "does not exist" in bad.detail
+
+
+def test_a_non_executable_path_is_caught(platform: Platform, home: Path) -> None:
+    manifest = installed(platform, home)
+    launcher = Path(json.loads(manifest.read_text())["path"])
+    launcher.chmod(0o644)
+    [bad] = failing(checks_of(platform, home))
+    assert "not executable" in bad.detail
+
+
+@pytest.mark.parametrize(
+    ("first_line", "expected"),
+    [
+        ("echo no shebang", "without a '#!' line"),
+        ("#!sh", "bad shebang"),
+        ("#!/nonexistent/interpreter", "cannot be run"),
+    ],
+)
+def test_a_bad_shebang_is_caught(
+    platform: Platform, home: Path, tmp_path: Path, first_line: str, expected: str
+) -> None:
+    manifest = installed(platform, home)
+    script = tmp_path / "host.sh"
+    script.write_text(first_line + "\nexit 0\n")
+    script.chmod(0o755)
+    edit(manifest, path=str(script))
+    [bad] = failing(checks_of(platform, home))
+    assert expected in bad.detail
+
+
+def test_invalid_json_is_caught(platform: Platform, home: Path) -> None:
+    manifest = installed(platform, home)
+    manifest.write_text('{"name": "com.browy.host",')
+    [bad] = failing(checks_of(platform, home))
+    assert "not valid JSON" in bad.detail
+
+
+def test_a_wrong_name_or_type_is_caught(platform: Platform, home: Path) -> None:
+    manifest = installed(platform, home)
+    edit(manifest, name="com.other.host", type="pipe")
+    [bad] = failing(checks_of(platform, home))
+    assert "com.other.host" in bad.detail
+    assert "'pipe'" in bad.detail
+
+
+def test_manifest_and_config_disagreeing_is_caught(platform: Platform, home: Path) -> None:
+    installed(platform, home)
+    set_config_value(home, "host.allowed_extension_ids", OTHER_ID)
+    [bad] = failing(checks_of(platform, home))
+    assert bad.name.endswith("matches config")
+    assert OTHER_ID in bad.detail
+
+
+def test_an_invalid_config_fails_the_config_check(platform: Platform, home: Path) -> None:
+    installed(platform, home)
+    (home / "config.toml").write_text("[daemon]\nturn_concurrency = 'x'\n")
+    [bad] = failing(checks_of(platform, home))
+    assert bad.name == "config"
+    assert "turn_concurrency" in bad.detail
+
+
+def test_a_key_only_in_the_shell_is_explained(platform: Platform, home: Path) -> None:
+    install_host(platform, home=home, browsers=["chromium"])
+    set_config_value(home, "model.model", "gpt-test")
+    [bad] = failing(checks_of(platform, home, env={"OPENAI_API_KEY": "sk-shell"}))
+    assert bad.name == "model key"
+    assert "browser's environment" in bad.detail
+    assert "model.api_key" in bad.fix
+
+
+def test_no_model_is_reported(platform: Platform, home: Path) -> None:
+    install_host(platform, home=home, browsers=["chromium"])
+    names = {c.name for c in failing(checks_of(platform, home))}
+    assert names == {"model", "model key"}
+
+
+def test_a_local_model_server_needs_no_key(platform: Platform, home: Path) -> None:
+    install_host(platform, home=home, browsers=["chromium"])
+    set_config_value(home, "model.model", "llama")
+    set_config_value(home, "model.base_url", "http://127.0.0.1:8080/v1")
+    assert failing(checks_of(platform, home)) == []
+
+
+def test_a_run_directory_open_to_others_is_caught(platform: Platform, home: Path) -> None:
+    installed(platform, home)
+    (home / "run").mkdir(mode=0o755)
+    os.chmod(home / "run", 0o755)
+    [bad] = failing(checks_of(platform, home))
+    assert bad.name == "run directory"
+    assert "chmod 700" in bad.fix
+
+
+def test_a_missing_daemon_module_is_a_failed_check(
+    platform: Platform, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    installed(platform, home)
+    # None in sys.modules makes the import fail, whether or not the module exists yet.
+    monkeypatch.setitem(__import__("sys").modules, "nativehost.daemon.process", None)
+    [bad] = failing(run_checks(platform, home, env={}))
+    assert bad.name == "daemon"
+    assert bad.detail == "daemon module unavailable"
+
+
+def test_a_daemon_status_error_is_reported_not_raised(platform: Platform, home: Path) -> None:
+    installed(platform, home)
+
+    def broken(home: Path) -> object:
+        raise OSError("socket refused")
+
+    [bad] = failing(checks_of(platform, home, daemon_status=broken))
+    assert "socket refused" in bad.detail
+
+
+def test_a_stopped_daemon_is_fine_because_it_starts_on_demand(
+    platform: Platform, home: Path
+) -> None:
+    installed(platform, home)
+    [daemon] = [c for c in checks_of(platform, home) if c.name == "daemon"]
+    assert daemon.ok
+    assert "on demand" in daemon.detail
+
+
+def test_a_flatpak_browser_is_explained(platform: Platform, home: Path) -> None:
+    (platform.home / ".var/app/org.chromium.Chromium").mkdir(parents=True)
+    [note] = [c for c in checks_of(platform, home) if c.name == "flatpak chromium"]
+    assert not note.ok  # no native browser and no manifest: this is the whole problem
+    assert "sandbox" in note.detail
+
+
+def test_a_snap_browser_next_to_a_native_one_is_a_warning(platform: Platform, home: Path) -> None:
+    installed(platform, home)
+    (platform.root / "snap/chromium").mkdir(parents=True)
+    [note] = [c for c in checks_of(platform, home) if c.name == "snap chromium"]
+    assert note.ok
+    assert note.warning
+
+
+def test_the_output_is_one_line_per_check(platform: Platform, home: Path) -> None:
+    manifest = installed(platform, home)
+    edit(manifest, path="relative")
+    checks = checks_of(platform, home)
+    text = format_checks(checks)
+    assert len(text.splitlines()) == len(checks)
+    assert any(
+        line.startswith("FAIL") and "fix: browy install-host" in line for line in text.splitlines()
+    )
