@@ -16,8 +16,8 @@ Outbound (host -> extension)::
 
     frame = encode_frame(dump_outbound(ChatDelta(session_id=sid, text=chunk)))
 
-The models live in :mod:`messages.wire_inbound` and :mod:`messages.wire_outbound` and are
-re-exported here; import them from this module.
+The models live in :mod:`messages.wire_inbound` and :mod:`messages.wire_outbound`; this module
+holds the cached validators and the two functions at the edge.
 """
 
 import re
@@ -28,16 +28,10 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from messages.codec import decode_message
 from messages.errors import InvalidMessage, LocalError, UnknownMessageType
-from messages.wire_inbound import *  # noqa: F403 - re-export, listed in __all__ below
 from messages.wire_inbound import InboundMessage
-from messages.wire_inbound import __all__ as _inbound_all
-from messages.wire_outbound import *  # noqa: F403
 from messages.wire_outbound import OutboundMessage
-from messages.wire_outbound import __all__ as _outbound_all
 
-__all__ = [  # noqa: PLE0604 - the model lists are kept in their own modules
-    *_inbound_all,
-    *_outbound_all,
+__all__ = [
     "INBOUND_ADAPTER",
     "INBOUND_TYPES",
     "OUTBOUND_ADAPTER",

@@ -47,9 +47,9 @@ from pydantic import BaseModel
 
 from actors.tools.cdp import CdpError
 from messages.errors import ErrorCode, FrameTooLarge, LocalError
-from messages.wire import (
+from messages.wire_inbound import CdpEvent, ToolResult
+from messages.wire_outbound import (
     CdpCancel,
-    CdpEvent,
     CdpSend,
     ControlRelease,
     TabActivate,
@@ -57,7 +57,6 @@ from messages.wire import (
     TabGetActive,
     TabList,
     TabNew,
-    ToolResult,
 )
 
 __all__ = [

@@ -1,12 +1,6 @@
-"""Browser tools: the page model (snapshot + index actions) over a raw CDP session.
+"""The tools: each declared once as data in a :class:`~actors.tools.registry.Registry`.
 
-``cdp`` holds the seam (:class:`~actors.tools.cdp.CdpSession`), ``page`` the snapshot and the
-index actions; ``snapshot.js`` is the in-page indexer they inject into an isolated world.
+:mod:`actors.tools.cdp` is the seam to a browser tab, :mod:`actors.tools.page` the snapshot and
+index actions (``snapshot.js`` is the in-page indexer injected into an isolated world), and
+:mod:`actors.tools.catalog` puts every tool in one registry.
 """
-
-from __future__ import annotations
-
-from actors.tools.cdp import CdpError, CdpSession
-from actors.tools.page import ActionResult, ElementPoint, PageTools, Snapshot
-
-__all__ = ["ActionResult", "CdpError", "CdpSession", "ElementPoint", "PageTools", "Snapshot"]

@@ -18,17 +18,11 @@ from messages.wire import (
     INBOUND_TYPES,
     OUTBOUND_ADAPTER,
     OUTBOUND_TYPES,
-    ChatDelta,
-    ChatError,
-    ChatSend,
-    ChatToolCall,
-    ConfigResult,
-    ErrorMessage,
-    SessionStart,
-    ToolResult,
     dump_outbound,
     parse_inbound,
 )
+from messages.wire_inbound import ChatSend, SessionStart, ToolResult
+from messages.wire_outbound import ChatDelta, ChatError, ChatToolCall, ConfigResult, ErrorMessage
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "wire"
 

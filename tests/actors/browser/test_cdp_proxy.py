@@ -18,15 +18,8 @@ from actors.browser.cdp_proxy import (
     outcome_of,
 )
 from messages.errors import ErrorCode
-from messages.wire import (
-    CdpCancel,
-    CdpEvent,
-    CdpSend,
-    ControlRelease,
-    TabClose,
-    TabNew,
-    ToolResult,
-)
+from messages.wire_inbound import CdpEvent, ToolResult
+from messages.wire_outbound import CdpCancel, CdpSend, ControlRelease, TabClose, TabNew
 
 
 class FakeExtension:

@@ -25,7 +25,8 @@ from actors.store.chat_store import (
 )
 from actors.store.journal import encode_record, safe_name, scan_records
 from messages.codec import MAX_OUTBOUND_FRAME, encode_frame
-from messages.wire import ChatHistoryResult, ChatListResult, dump_outbound
+from messages.wire import dump_outbound
+from messages.wire_outbound import ChatHistoryResult, ChatListResult
 
 
 class Clock:
