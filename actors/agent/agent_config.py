@@ -1,4 +1,4 @@
-"""The agent hub's settings, and what reads or writes them for the panels and the options page.
+"""The agent's settings, and what reads or writes them for the panels and the options page.
 
 - :class:`AgentSettings`: what the daemon's agent side runs with (from ``config.toml``).
 - :class:`HostServices`: what the options page reaches through the daemon (v2 ``config.*``,
@@ -7,7 +7,7 @@
   use the new model and policies), ``doctor.run``, the ``auth.status`` broadcast after a provider
   check, and the push a session gets when it is ready (``sdk.ready``, ``auth.status``, the models).
 
-One :class:`AgentConfig` per daemon, owned by the hub (:class:`supervisors.agent.AgentHub`).
+One :class:`AgentConfig` per daemon (:func:`actors.agent.agent.build_agent`).
 """
 
 from __future__ import annotations
@@ -16,20 +16,19 @@ import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from actors.agent.links import LinkHandle, Links
 from actors.agent.model_side import ModelSide
-from actors.agent.session_router import RouteTable
-from actors.agent.turn_scheduler import TurnScheduler
-from actors.browser.tool_runner import ToolRunner
+from actors.agent.route_table import RouteTable
+from actors.agent.turn_scheduler import SchedulerMsg, SetLimit
 from actors.model.openai_gateway import ModelSettings
+from actors.runtime.live_ref import LiveRef
+from actors.tools.catalog import ToolSettings
 from actors.tools.registry import ApprovalMode
 from messages.wire_outbound import ModelsCurrent, ModelsList, SdkReady
 
-if TYPE_CHECKING:
-    from actors.agent.connection import Connection
-
-__all__ = ["AgentConfig", "AgentSettings", "HostServices", "approval_mode"]
+__all__ = ["AgentConfig", "AgentSettings", "HostServices", "approval_mode", "tool_settings"]
 
 log = logging.getLogger(__name__)
 
@@ -73,22 +72,25 @@ class AgentConfig:
         *,
         services: HostServices | None,
         reload_settings: Callable[[], AgentSettings] | None,
-        tools: ToolRunner,
         models: ModelSide,
         table: RouteTable,
-        connections: dict[int, Connection],
-        scheduler: Callable[[], TurnScheduler | None],
+        links: Links,
+        scheduler: LiveRef[SchedulerMsg],
         own: Callable[[Coroutine[Any, Any, Any], str], None],
     ) -> None:
         self.settings = settings
         self.services = services
         self._reload_settings = reload_settings
-        self._tools = tools
         self._models = models
         self._table = table
-        self._connections = connections
-        self._scheduler = scheduler  # the running TurnScheduler, if any
-        self._own = own  # runs a coroutine as a task the hub owns (awaited on stop)
+        self._links = links
+        self._scheduler = scheduler
+        self._own = own  # runs a coroutine as a task the agent owns (awaited on stop)
+
+    @property
+    def tools(self) -> ToolSettings:
+        """The tool settings now in force (read by the tool catalog at each use)."""
+        return tool_settings(self.settings)
 
     async def check_auth(self) -> None:
         """Ask the provider once at start; broadcast the answer (``auth.status`` is a broadcast)."""
@@ -97,19 +99,17 @@ class AgentConfig:
         except Exception:  # reported as unknown, never raised into the daemon
             log.exception("the provider check failed")
             return
-        for conn in list(self._connections.values()):
-            if conn.info.role == "relay" or self._table.sessions_of(conn.info.link_id):
-                await conn.send(status)
+        for link in self._links.all():
+            if link.is_browser or self._table.sessions_of(link.link_id):
+                await link.send(status)
 
     def apply(self, settings: AgentSettings) -> None:
         """The config changed (options page): new turns use the new model and policies."""
-        self.settings = settings
-        self._tools.approval_mode = approval_mode(settings.approval_mode)
-        self._tools.v1_approval_mode = approval_mode(settings.v1_approval_mode)
-        self._tools.allow_host_code = settings.allow_host_code
-        scheduler = self._scheduler()
-        if scheduler is not None:
-            scheduler.queue.limit = settings.turn_concurrency
+        previous, self.settings = self.settings, settings
+        if settings.turn_concurrency != previous.turn_concurrency:
+            self._own(
+                self._scheduler.tell_again(SetLimit(limit=settings.turn_concurrency)), "set-limit"
+            )
         if self._models.reconfigure(settings.model):
             self._own(self.check_auth(), "auth-check")
 
@@ -130,13 +130,23 @@ class AgentConfig:
     async def doctor(self) -> list[dict[str, Any]]:
         return await self.services.doctor() if self.services is not None else []
 
-    async def initial_push(self, conn: Connection) -> None:
+    async def initial_push(self, conn: LinkHandle) -> None:
         # Section 3b: sdk.ready is ok whenever the daemon is up; the provider's state goes in
         # auth.status only, and session.ready never waits for the provider.
         await conn.send(SdkReady(ok=True))
         await conn.send(self._models.auth)
         await conn.send(ModelsCurrent(id=self._models.model_id))
         await conn.send(ModelsList(models=self._models.known()))
+
+
+def tool_settings(settings: AgentSettings) -> ToolSettings:
+    """The tool side of the agent's settings."""
+    return ToolSettings(
+        allow_host_code=settings.allow_host_code,
+        approval_mode=approval_mode(settings.approval_mode),
+        v1_approval_mode=approval_mode(settings.v1_approval_mode),
+        disabled_tools=settings.disabled_tools,
+    )
 
 
 def approval_mode(value: str) -> ApprovalMode:

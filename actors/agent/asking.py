@@ -16,21 +16,24 @@ it back when the answer comes; no answer within the approval timeout counts as a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
+from actors.agent.links import LinkHandle, Links, Outbox
 from actors.agent.prompts import PromptBroker
-from actors.agent.session_router import RouteTable
-from actors.agent.turn import trim_args
-from actors.agent.turn_scheduler import TurnTicket
-from actors.browser.tool_runner import AskUserArgs, ToolRunner, TurnBrowser, mask_secret_args
+from actors.agent.route_table import RouteTable
+from actors.agent.turn_queue import TurnTicket
+from actors.agent.turn_scheduler import Reclaim, SchedulerMsg, YieldSlot
+from actors.agent.wire_shapes import trim_args
+from actors.runtime.live_ref import LiveRef
+from actors.tools.catalog import ToolCatalog
+from actors.tools.masking import mask_secret_args
+from actors.tools.pinned_tab import TurnBrowser
 from actors.tools.registry import ApprovalRequestInfo
+from actors.tools.user_tools import AskUserArgs
 from messages.errors import BrowyError, ErrorCode
 from messages.wire_inbound import ApprovalResponse, UserAnswer
-from messages.wire_outbound import ApprovalRequest, AskOption, OutboundModel, UserAsk
-
-if TYPE_CHECKING:
-    from actors.agent.connection import Connection
+from messages.wire_outbound import ApprovalRequest, AskOption, UserAsk
 
 __all__ = ["UserAsking"]
 
@@ -40,33 +43,31 @@ class UserAsking:
         self,
         *,
         prompts: PromptBroker,
-        tools: ToolRunner,
+        catalog: ToolCatalog,
         table: RouteTable,
-        connections: dict[int, Connection],
-        emit: Callable[[str, OutboundModel], Awaitable[bool]],
-        yield_slot: Callable[[TurnTicket], Awaitable[None]],
-        reclaim: Callable[[TurnTicket], Awaitable[None]],
+        links: Links,
+        outbox: Outbox,
+        scheduler: LiveRef[SchedulerMsg],
         timeout_s: Callable[[], float],
     ) -> None:
         self.prompts = prompts
-        self._tools = tools
+        self._catalog = catalog
         self._table = table
-        self._connections = connections
-        self._emit = emit
-        self._yield = yield_slot
-        self._reclaim = reclaim
+        self._links = links
+        self._outbox = outbox
+        self._scheduler = scheduler
         self._timeout_s = timeout_s
         # (local client link, browser link) pairs whose take_control the browser's user allowed.
         self._control_granted: set[tuple[int, int]] = set()
 
     async def _waiting(self, ticket: TurnTicket, fut: asyncio.Future[Any]) -> Any:
         """Wait for the user's answer with the turn's scheduling slot given up."""
-        await self._yield(ticket)
+        await self._scheduler.tell_again(YieldSlot(turn_id=ticket.turn_id))
         try:
             async with asyncio.timeout(self._timeout_s()):
                 return await fut
         finally:
-            await self._reclaim(ticket)
+            await self._scheduler.tell_again(Reclaim(turn_id=ticket.turn_id))
 
     async def approve(
         self, ticket: TurnTicket, browser: TurnBrowser | None, info: ApprovalRequestInfo
@@ -78,10 +79,10 @@ class UserAsking:
         if self.prompts.allowed(entry.scope, ticket.session_id, info.tool, origin):
             return True
         approval_id, fut = self.prompts.open_approval(ticket.session_id)
-        risk = "high" if self._tools.is_host_code(info.tool) else "page-changing"
+        risk = "high" if self._catalog.is_host_code(info.tool) else "page-changing"
         shown = mask_secret_args(info.tool, info.args, browser)
         try:
-            await self._emit(
+            await self._outbox.emit(
                 ticket.session_id,
                 ApprovalRequest(
                     session_id=ticket.session_id,
@@ -105,7 +106,7 @@ class UserAsking:
         ask_id, fut = self.prompts.open_ask(ticket.session_id)
         options = [AskOption(label=o.label, value=o.value) for o in args.options or []]
         try:
-            await self._emit(
+            await self._outbox.emit(
                 ticket.session_id,
                 UserAsk(
                     session_id=ticket.session_id,
@@ -123,7 +124,7 @@ class UserAsking:
         finally:
             self.prompts.close(ask_id)
 
-    async def take_control(self, client_link: int, browser_conn: Connection, tab_id: int) -> None:
+    async def take_control(self, client_link: int, browser_conn: LinkHandle, tab_id: int) -> None:
         """Ask the browser's user before a local client first drives one of its tabs.
 
         Raises APPROVAL_DENIED when the user says no (or does not answer in time)."""
@@ -138,7 +139,7 @@ class UserAsking:
         if panels:
             panel = panels[-1]
             approval_id, fut = self.prompts.open_approval(panel.session_id)
-            client = self._connections.get(client_link)
+            client = self._links.get(client_link)
             role = client.info.role if client is not None else "cli"
             try:
                 await browser_conn.send(

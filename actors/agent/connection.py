@@ -1,44 +1,48 @@
-"""Connection: one link to the daemon (a browser connection through a relay, or a CLI client).
+"""Connection: the actor at one link's door (a browser through a relay, or a local client).
 
-It owns the protocol level the extension chose in its ``hello`` (v1 or v2), parses every inbound
-frame once at the edge (:func:`messages.wire.parse_inbound`), guards everything it sends — no
-frame for Chrome exceeds 1,048,576 bytes (protocol.md section 5) — and owns the connection's
-:class:`actors.browser.cdp_proxy.CdpProxy` (browser calls and their answers).
+It owns the protocol level the extension chose in its ``hello`` (v1 or v2) and parses every inbound
+frame once at the edge (:func:`messages.wire.parse_inbound`). Then it hands each message to the
+part of the agent it is for (:class:`AgentFront`, handed down at construction): sessions, turns,
+chats, the model side, settings, the user's answers. Answers to browser calls and CDP events go to
+the link's CDPProxy (:mod:`actors.browser.cdp_proxy`), by message. Everything it sends goes
+through the link's :class:`~actors.link.link_writer.LinkWriter` (1 MiB, whole frames).
 
-Everything about sessions and turns is the agent hub's (``supervisors.agent.AgentHub``, seen
-through the :class:`ConnectionHub` protocol): the connection hands
-each parsed message over. Without a hub (a bare link, in tests) it still answers ``hello``,
-``session.start`` (with the initial push of section 3b) and ``ping``, and ends every
-``chat.send`` with ``chat.error`` + ``status.error``.
+Without an agent (a bare link, in tests) it still answers ``hello``, ``session.start`` (with the
+initial push of section 3b) and ``ping``, and ends every ``chat.send`` with ``chat.error`` +
+``status.error``.
 
 Malformed frames: v2 ``error{INVALID_MESSAGE}`` naming the field; v1 logged. Unknown types are
 logged and ignored (section 1).
+
+A crash or stop tells the CDPProxy the connection is lost (its calls fail: page-changing ones are
+``unknown``), then the agent (turns end with ``CONNECTION_LOST``, sessions are dropped). It is a
+temporary child of its link's supervisor: a crashed Connection is not restarted — its link closes,
+and the relay reconnects and registers its panels again (protocol.md section 6).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
-from pydantic import BaseModel
-
-from actors.browser.cdp_proxy import CdpProxy
-from actors.link.link_stream import LinkStream
-from actors.runtime.actor import Actor, Overflow
+from actors.agent.agent_config import AgentConfig
+from actors.agent.asking import UserAsking
+from actors.agent.chats import Chats
+from actors.agent.links import LinkHandle
+from actors.agent.model_side import ModelSide
+from actors.agent.sessions import Sessions
+from actors.agent.turn_launch import TurnLauncher
+from actors.browser.cdp_proxy import Answered, ConnectionLost, EventArrived, ProxyMsg
+from actors.browser.tabs import BrowserCalls
+from actors.link.link_writer import ConnectionInfo, LinkWriter
+from actors.runtime.actor import Actor, ActorError, Overflow
+from actors.runtime.live_ref import LiveRef
 from messages.codec import MAX_OUTBOUND_FRAME, decode_message
-from messages.errors import (
-    ErrorCode,
-    InvalidMessage,
-    LocalError,
-    UnknownMessageType,
-    v1_chat_error_code,
-)
-from messages.link import LinkData
-from messages.wire import dump_outbound, parse_inbound
+from messages.errors import ErrorCode, InvalidMessage, UnknownMessageType
+from messages.wire import parse_inbound
 from messages.wire_inbound import (
     ApprovalResponse,
     AuthSignin,
@@ -64,58 +68,33 @@ from messages.wire_inbound import (
 )
 from messages.wire_outbound import (
     AuthStatus,
-    ChatDeleteResult,
-    ChatDone,
-    ChatError,
-    ChatHistoryResult,
     ChatListResult,
-    ChatSummary,
     ConfigResult,
     DoctorCheck,
     DoctorResult,
     ErrorMessage,
-    EventActivity,
     HelloAck,
     ModelInfo,
     ModelsCurrent,
     ModelsList,
-    OutboundModel,
     SdkReady,
     SessionReady,
 )
 
-if TYPE_CHECKING:
-    from actors.agent.session_router import RouteTable
-    from actors.store.chat_store import ChatStore
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentFront:
+    """The parts of the agent a Connection hands messages to."""
+
+    sessions: Sessions
+    turns: TurnLauncher
+    chats: Chats
+    models: ModelSide
+    config: AgentConfig
+    asking: UserAsking
 
 
-class ConnectionHub(Protocol):
-    """What a connection hands its messages to (``supervisors.agent.ConnectionHub``)."""
-
-    store: ChatStore
-
-    @property
-    def table(self) -> RouteTable: ...
-    @property
-    def model_id(self) -> str: ...
-    def link_opened(self, conn: Connection) -> None: ...
-    async def link_closed(self, conn: Connection) -> None: ...
-    async def session_start(self, conn: Connection, start: SessionStart) -> None: ...
-    async def session_end(self, conn: Connection, session_id: str) -> None: ...
-    async def chat_send(self, conn: Connection, send: ChatSend) -> None: ...
-    async def chat_cancel(self, conn: Connection, session_id: str, turn_id: str | None) -> None: ...
-    def is_running(self, session_id: str) -> bool: ...
-    async def list_models(self) -> list[ModelInfo]: ...
-    def set_model(self, model_id: str) -> None: ...
-    async def refresh_auth(self) -> AuthStatus: ...
-    async def config_get(self) -> tuple[dict[str, Any], dict[str, Any]]: ...
-    async def config_set(self, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]: ...
-    async def doctor(self) -> list[dict[str, Any]]: ...
-    def approval_response(self, conn: Connection, msg: ApprovalResponse) -> None: ...
-    def user_answer(self, conn: Connection, msg: UserAnswer) -> None: ...
-
-
-__all__ = ["SERVER_PROTOCOLS", "Connection", "ConnectionInfo", "Inbound"]
+__all__ = ["SERVER_CAPABILITIES", "SERVER_PROTOCOLS", "AgentFront", "Connection", "Inbound"]
 
 log = logging.getLogger(__name__)
 
@@ -131,18 +110,6 @@ class Inbound:
     payload: bytes
 
 
-@dataclass(slots=True)
-class ConnectionInfo:
-    """What the rest of the daemon may read about a connection."""
-
-    link_id: int
-    role: str
-    origin: str
-    protocol: int = 1
-    install_id: str | None = None
-    sessions: dict[str, SessionStart] = field(default_factory=dict)
-
-
 class Connection(Actor[Inbound]):
     mailbox_size = 512
     overflow = Overflow.WAIT
@@ -151,26 +118,23 @@ class Connection(Actor[Inbound]):
         self,
         *,
         info: ConnectionInfo,
-        stream: LinkStream,
+        writer: LinkWriter,
+        proxy: LiveRef[ProxyMsg],
         server_version: str,
+        front: AgentFront | None = None,
         model_id: Callable[[], str] = lambda: "",
-        hub: ConnectionHub | None = None,
     ) -> None:
         self.info = info
-        self._stream = stream
+        self._writer = writer
+        self._proxy = proxy
         self._server_version = server_version
+        self._front = front
         self._model_id = model_id
-        self.hub = hub
-        self.last_active = time.monotonic()
-        self._send_lock = asyncio.Lock()
-        self.proxy = CdpProxy(self._send_model, protocol=1)
-
-    async def _send_model(self, msg: BaseModel) -> bool:
-        return await self.send(msg)  # type: ignore[arg-type]
+        self.link = LinkHandle(info=info, writer=writer, calls=BrowserCalls(proxy))
 
     async def on_start(self) -> None:
-        if self.hub is not None:
-            self.hub.link_opened(self)
+        if self._front is not None:
+            self._front.sessions.link_opened(self.link)
 
     async def on_stop(self) -> None:
         await self._closed()
@@ -179,44 +143,16 @@ class Connection(Actor[Inbound]):
         await self._closed()
 
     async def _closed(self) -> None:
-        if self.hub is not None:
-            await self.hub.link_closed(self)
-        else:
-            self.proxy.connection_lost()
-
-    # -- sending ----------------------------------------------------------------------------------
-
-    async def send(self, msg: OutboundModel | Pong) -> bool:
-        """Send one message to the extension; refuse (log, False) one that would not fit.
-
-        Sends from several tasks (turns, the connection itself) are serialised by a lock, so
-        frames never interleave and backpressure applies to each writer in turn.
-        """
+        # The proxy first: a page-changing call in flight is "unknown" before its turn ends.
         try:
-            payload = dump_outbound(msg)
-        except LocalError:
-            log.exception("link %d: could not encode a %s", self.info.link_id, type(msg).__name__)
-            return False
-        if len(payload) > MAX_OUTBOUND_FRAME and isinstance(msg, ChatDone):
-            # chat.done carries the whole turn's text; keep its end within the limit.
-            keep = MAX_OUTBOUND_FRAME // 2
-            msg = msg.model_copy(update={"text": "[… earlier text trimmed]\n" + msg.text[-keep:]})
-            payload = dump_outbound(msg)
-        if len(payload) > MAX_OUTBOUND_FRAME:
-            log.error(
-                "link %d: refused a %d-byte %s (Chrome's limit is 1 MiB)",
-                self.info.link_id,
-                len(payload),
-                getattr(msg, "type", "?"),
-            )
-            return False
-        async with self._send_lock:
-            try:
-                self._stream.send(LinkData(payload))
-                await self._stream.drain()
-            except (ConnectionError, OSError, RuntimeError):
-                return False
-        return True
+            await self._proxy.ask(ConnectionLost(), timeout=2.0)
+        except (ActorError, LookupError, TimeoutError):
+            log.info("link %d: its CDPProxy was already gone", self.info.link_id)
+        if self._front is not None:
+            await self._front.sessions.link_closed(self.link)
+
+    async def send(self, msg: Any) -> bool:
+        return await self._writer.send(msg)
 
     async def _protocol_error(self, code: ErrorCode, message: str, **extra: Any) -> None:
         if self.info.protocol >= 2:
@@ -224,26 +160,8 @@ class Connection(Actor[Inbound]):
         else:
             log.warning("link %d: %s: %s", self.info.link_id, code.value, message)
 
-    async def end_turn_with_error(
-        self, session_id: str, code: ErrorCode, message: str, turn_id: str | None = None
-    ) -> None:
-        """End a turn that never ran: ``chat.error`` then ``status.error`` (section 3b)."""
-        v2 = self.info.protocol >= 2
-        wire_code = code if v2 else v1_chat_error_code(code)
-        await self.send(
-            ChatError(
-                session_id=session_id,
-                message=message,
-                code=wire_code,
-                turn_id=turn_id if v2 else None,
-            )
-        )
-        await self.send(EventActivity(session_id=session_id, event="status.error"))
-
-    # -- receiving --------------------------------------------------------------------------------
-
     async def handle(self, msg: Inbound) -> Any:
-        self.last_active = time.monotonic()
+        self.link.last_active = time.monotonic()
         try:
             obj = decode_message(msg.payload)
             parsed = parse_inbound(obj)
@@ -258,45 +176,46 @@ class Connection(Actor[Inbound]):
         elif isinstance(parsed, Ping):
             await self.send(Pong(id=parsed.id))
         elif isinstance(parsed, ToolResult):
-            self.proxy.on_tool_result(parsed)
+            await self._proxy.tell(Answered(result=parsed))
         elif isinstance(parsed, CdpEvent):
-            self.proxy.on_cdp_event(parsed)
-        elif self.hub is None:
+            await self._proxy.tell(EventArrived(event=parsed))
+        elif self._front is None:
             await self._bare(parsed)
         else:
-            await self._to_hub(self.hub, parsed)
+            await self._to_agent(self._front, parsed)
         return None
 
-    async def _to_hub(self, hub: ConnectionHub, parsed: Any) -> None:
+    async def _to_agent(self, front: AgentFront, parsed: Any) -> None:
+        link = self.link
         if isinstance(parsed, SessionStart):
-            await hub.session_start(self, parsed)
+            await front.sessions.session_start(link, parsed)
         elif isinstance(parsed, SessionEnd):
-            await hub.session_end(self, parsed.session_id)
+            await front.sessions.session_end(link, parsed.session_id)
         elif isinstance(parsed, ChatSend):
-            await hub.chat_send(self, parsed)
+            await front.turns.chat_send(link, parsed)
         elif isinstance(parsed, ChatCancel):
-            await hub.chat_cancel(self, parsed.session_id, parsed.turn_id)
+            await front.turns.chat_cancel(link, parsed.session_id, parsed.turn_id)
         elif isinstance(parsed, ModelsListRequest):
-            await self.send(ModelsList(models=await hub.list_models()))
+            await self.send(ModelsList(models=await front.models.list_models()))
         elif isinstance(parsed, ModelsSet):
-            hub.set_model(parsed.id)
-            await self.send(ModelsCurrent(id=hub.model_id))
+            front.models.set_model(parsed.id)
+            await self.send(ModelsCurrent(id=front.models.model_id))
         elif isinstance(parsed, AuthSignin):
-            await self.send(await hub.refresh_auth())
+            await self.send(await front.models.refresh_auth())
         elif isinstance(parsed, ChatList):
-            await self._chat_list(hub)
+            await front.chats.list(link)
         elif isinstance(parsed, ChatHistory):
-            await self._chat_history(hub, parsed)
+            await front.chats.history(link, parsed)
         elif isinstance(parsed, ChatDelete):
-            await self._chat_delete(hub, parsed.id)
+            await front.chats.delete(link, parsed.id)
         elif isinstance(parsed, HistoryClear):
-            await self._history_clear(hub, parsed.session_id)
+            await front.chats.clear(link, parsed.session_id)
         elif isinstance(parsed, ConfigGet):
-            values, schema = await hub.config_get()
+            values, schema = await front.config.get()
             await self.send(ConfigResult(values=values, config_schema=schema))
         elif isinstance(parsed, ConfigSet):
             try:
-                values, schema = await hub.config_set(dict(parsed.values))
+                values, schema = await front.config.set(dict(parsed.values))
             except ValueError as exc:
                 await self._protocol_error(
                     ErrorCode.INVALID_MESSAGE, str(exc), request_type="config.set"
@@ -304,12 +223,12 @@ class Connection(Actor[Inbound]):
                 return
             await self.send(ConfigResult(values=values, config_schema=schema))
         elif isinstance(parsed, DoctorRun):
-            checks = await hub.doctor()
+            checks = await front.config.doctor()
             await self.send(DoctorResult(checks=[DoctorCheck(**c) for c in checks]))
         elif isinstance(parsed, ApprovalResponse):
-            hub.approval_response(self, parsed)
+            front.asking.approval_response(parsed)
         elif isinstance(parsed, UserAnswer):
-            hub.user_answer(self, parsed)
+            front.asking.user_answer(parsed)
         else:
             log.info("link %d: %s is not handled yet", self.info.link_id, parsed.type)
             if self.info.protocol >= 2:
@@ -321,55 +240,8 @@ class Connection(Actor[Inbound]):
                     )
                 )
 
-    @property
-    def scope(self) -> str:
-        return (
-            self.info.install_id if self.info.protocol >= 2 and self.info.install_id else "default"
-        )
-
-    async def _chat_list(self, hub: ConnectionHub) -> None:
-        chats = hub.store.list_chats(self.scope)
-        await self.send(
-            ChatListResult(
-                chats=[
-                    ChatSummary(
-                        id=c.id,
-                        summary=c.summary or None,
-                        start_time=c.created_ms,
-                        modified_time=c.modified_ms,
-                    )
-                    for c in chats
-                ]
-            )
-        )
-
-    async def _chat_history(self, hub: ConnectionHub, req: ChatHistory) -> None:
-        v2 = self.info.protocol >= 2
-        page = hub.store.history(
-            self.scope,
-            req.id,
-            before=req.before if v2 else None,
-            limit=req.limit if v2 else None,
-        )
-        # The store shapes rows for the wire; validate them once into the outbound model.
-        result = ChatHistoryResult.model_validate(
-            {"id": req.id, "messages": page.rows, "hasMore": page.has_more if v2 else None}
-        )
-        await self.send(result)
-
-    async def _chat_delete(self, hub: ConnectionHub, chat_id: str) -> None:
-        ok = False if hub.is_running(chat_id) else hub.store.delete(self.scope, chat_id)
-        await self.send(ChatDeleteResult(id=chat_id, ok=ok))
-
-    async def _history_clear(self, hub: ConnectionHub, session_id: str) -> None:
-        entry = hub.table.lookup(session_id)
-        if entry is None or entry.link.link_id != self.info.link_id:
-            return
-        if not hub.is_running(session_id):
-            hub.store.delete(self.scope, session_id)
-
     async def _bare(self, parsed: Any) -> None:
-        """Answers of a link without an agent hub (see the module docstring)."""
+        """Answers of a link without an agent (see the module docstring)."""
         if isinstance(parsed, SessionStart):
             await self._on_session_start(parsed)
         elif isinstance(parsed, SessionEnd):
@@ -397,7 +269,6 @@ class Connection(Actor[Inbound]):
             return
         self.info.protocol = max(common)
         self.info.install_id = hello.install_id
-        self.proxy.protocol = self.info.protocol
         if self.info.protocol >= 2:
             await self.send(
                 HelloAck(
@@ -432,13 +303,13 @@ class Connection(Actor[Inbound]):
 
     async def _on_chat_send(self, send: ChatSend) -> None:
         if send.session_id not in self.info.sessions:
-            await self.end_turn_with_error(
+            await self._writer.end_turn_with_error(
                 send.session_id,
                 ErrorCode.UNKNOWN_SESSION,
                 f"session {send.session_id} is not registered on this connection",
             )
             return
-        await self.end_turn_with_error(
+        await self._writer.end_turn_with_error(
             send.session_id,
             ErrorCode.INTERNAL,
             "this daemon does not run agent turns yet (the agent is not installed)",

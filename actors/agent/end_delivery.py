@@ -1,6 +1,6 @@
 """Exactly one end per turn, across link drops and daemon restarts (protocol.md sections 3b, 6).
 
-A turn sends its own end (:mod:`actors.agent.turn`); this is what the agent hub does when that end
+A turn sends its own end (:mod:`actors.agent.turn`); this is what the agent does when that end
 cannot simply go out on the turn's connection:
 
 - **lost_end**: the turn's connection went. The relay that survived the drop may have ended the
@@ -13,16 +13,17 @@ cannot simply go out on the turn's connection:
 - **replay_outcome**: a v2 ``chat.send`` sent again with the same ``turnId`` gets the stored end,
   never a second turn.
 
-One instance per daemon, owned by the hub (:class:`supervisors.agent.AgentHub`).
+One instance per daemon (:func:`actors.agent.agent.build_agent`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from actors.agent.session_router import RegisterResult, RouteTable
-from actors.agent.turn_scheduler import TurnTicket
+from actors.agent.links import LinkHandle, Links
+from actors.agent.route_table import RegisterResult, RouteTable
+from actors.agent.turn_queue import TurnTicket
+from actors.agent.turn_scheduler import TurnBoard
 from actors.relay.relay_marks import RelayMarks
 from actors.store.chat_store import ChatStore, TurnOutcome
 from messages.errors import ErrorCode, v1_chat_error_code
@@ -34,29 +35,26 @@ from messages.wire_outbound import (
     OutboundModel,
 )
 
-if TYPE_CHECKING:
-    from actors.agent.connection import Connection
-
 __all__ = ["EndDelivery", "replay_outcome"]
 
 
 class EndDelivery:
-    """The ends the hub could not deliver yet, and the sessions whose cut turn the relay ended."""
+    """The ends that could not be delivered yet, and the sessions whose cut turn the relay ended."""
 
     def __init__(
         self,
         *,
         table: RouteTable,
-        connections: dict[int, Connection],
+        links: Links,
         store: ChatStore,
         relay_marks: RelayMarks,
-        is_running: Callable[[str], bool],
+        board: TurnBoard,
     ) -> None:
         self._table = table
-        self._connections = connections
+        self._links = links
         self._store = store
         self._relay_marks = relay_marks
-        self._is_running = is_running  # has the session a turn running or waiting?
+        self._is_running = board.is_running  # has the session a turn running or waiting?
         self.ended_by_relay: set[str] = set()
         self.undelivered: dict[str, tuple[str, list[OutboundModel]]] = {}
 
@@ -78,7 +76,7 @@ class EndDelivery:
             if not end:
                 return True
         entry = self._table.lookup(sid)
-        conn = self._connections.get(entry.link.link_id) if entry is not None else None
+        conn = self._links.get(entry.link.link_id) if entry is not None else None
         if conn is not None and conn.info.link_id != ticket.link_id:
             for msg in end:
                 await conn.send(_for_protocol(msg, conn.info.protocol))
@@ -94,7 +92,7 @@ class EndDelivery:
         self.ended_by_relay.update(sessions)
         self._relay_marks.discard(sessions)  # said after all: the marks on disk are spent
 
-    async def settle_cut_turn(self, conn: Connection, result: RegisterResult) -> None:
+    async def settle_cut_turn(self, conn: LinkHandle, result: RegisterResult) -> None:
         """A session (re-)registered: give it the definite end of any turn it has not seen end.
 
         Two sources: an end this daemon kept because it found no panel (``undelivered``), and
@@ -166,7 +164,7 @@ class EndDelivery:
             self.ended_by_relay.discard(sid)
 
 
-async def replay_outcome(conn: Connection, sid: str, stored: TurnOutcome) -> None:
+async def replay_outcome(conn: LinkHandle, sid: str, stored: TurnOutcome) -> None:
     """A resent v2 turnId: answer with the stored outcome instead of a second turn."""
     if stored.outcome in ("done", "cancelled"):
         await conn.send(ChatDone(session_id=sid, text=stored.text or "", turn_id=stored.turn_id))
@@ -176,7 +174,7 @@ async def replay_outcome(conn: Connection, sid: str, stored: TurnOutcome) -> Non
         code = ErrorCode(stored.code or ErrorCode.INTERNAL.value)
     except ValueError:
         code = ErrorCode.INTERNAL
-    await conn.end_turn_with_error(
+    await conn.writer.end_turn_with_error(
         sid, code, stored.message or "This turn already ended with an error.", stored.turn_id
     )
 

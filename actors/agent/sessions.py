@@ -1,4 +1,4 @@
-"""Links and sessions as the agent hub sees them: who is connected, and which session is where.
+"""Links and sessions as the agent sees them: who is connected, and which session is where.
 
 - **link_opened** / **link_closed**: a connection came or went. One that went fails its browser
   calls, ends its turns (the TurnScheduler) and drops its sessions (the SessionRouter).
@@ -9,78 +9,76 @@
   to the most recently active browser connection, when the config allows it (protocol.md section 6).
 - **session_end**: the panel closed — its turns are cancelled, and what only it used is forgotten.
 
-One instance per daemon, owned by the hub (:class:`supervisors.agent.AgentHub`), which hands it
-its way to the router and the scheduler (``ask`` and ``tell``, through their restarts).
+One instance per daemon (:func:`actors.agent.agent.build_agent`); it reaches the router, the
+scheduler and the tool worker through their live refs (:class:`~actors.runtime.live_ref.LiveRef`),
+so it follows them through a restart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from actors.agent.agent_config import AgentConfig
 from actors.agent.end_delivery import EndDelivery
+from actors.agent.links import LinkHandle, Links
 from actors.agent.model_side import ModelSide
 from actors.agent.prompts import PromptBroker
-from actors.agent.session_router import (
-    DropLink,
-    LinkFacts,
-    Register,
-    RegisterOutcome,
-    RegisterResult,
-    RouteTable,
-    Unregister,
-)
-from actors.agent.turn_scheduler import CancelReason, CancelTurns, DropLinkTurns
-from actors.browser.tool_runner import ToolRunner
+from actors.agent.route_table import LinkFacts, RegisterOutcome, RegisterResult, RouteTable
+from actors.agent.session_router import DropLink, Register, RouterMsg, Unregister
+from actors.agent.turn_queue import CancelReason
+from actors.agent.turn_scheduler import CancelTurns, DropLinkTurns, SchedulerMsg
+from actors.browser.tool_worker import ForgetSession, WorkerMsg
+from actors.runtime.live_ref import LiveRef
 from messages.errors import ErrorCode
 from messages.wire_inbound import SessionStart
 from messages.wire_outbound import ChatError, ErrorMessage, SessionReady
 
-if TYPE_CHECKING:
-    from actors.agent.connection import Connection
+#: How long a registration waits for the router.
+ROUTER_TIMEOUT_S = 5.0
 
-__all__ = ["AgentSessions"]
+__all__ = ["Sessions"]
 
 
-class AgentSessions:
+class Sessions:
     def __init__(
         self,
         *,
         table: RouteTable,
-        connections: dict[int, Connection],
-        ask: Callable[[str, Any], Awaitable[Any]],
-        tell: Callable[[str, Any], Awaitable[None]],
+        links: Links,
+        router: LiveRef[RouterMsg],
+        scheduler: LiveRef[SchedulerMsg],
+        worker: LiveRef[WorkerMsg],
         config: AgentConfig,
         models: ModelSide,
         ends: EndDelivery,
-        tools: ToolRunner,
         prompts: PromptBroker,
+        allow_local_clients: Callable[[], bool],
     ) -> None:
         self._table = table
-        self._connections = connections
-        self._ask = ask  # asks the agent actor named first, waiting through a restart
-        self._tell = tell  # tells it (only messages safe to deliver again)
+        self._links = links
+        self._router = router
+        self._scheduler = scheduler
+        self._worker = worker
         self._config = config
         self._models = models
         self._ends = ends
-        self._tools = tools
         self._prompts = prompts
+        self._allow_local_clients = allow_local_clients
 
     # -- links ------------------------------------------------------------------------------------
 
-    def link_opened(self, conn: Connection) -> None:
-        self._connections[conn.info.link_id] = conn
+    def link_opened(self, link: LinkHandle) -> None:
+        self._links.add(link)
 
-    async def link_closed(self, conn: Connection) -> None:
-        """A connection went: fail its browser calls, end its turns, drop its sessions."""
-        link_id = conn.info.link_id
-        self._connections.pop(link_id, None)
-        conn.proxy.connection_lost()
-        await self._tell("turn-scheduler", DropLinkTurns(link_id=link_id))
-        await self._ask("session-router", DropLink(link_id=link_id))
+    async def link_closed(self, link: LinkHandle) -> None:
+        """A connection went: end its turns, drop its sessions (its CDPProxy already failed its
+        browser calls: the Connection told it first)."""
+        link_id = link.link_id
+        self._links.remove(link_id)
+        await self._scheduler.tell_again(DropLinkTurns(link_id=link_id))
+        await self._router.ask_again(DropLink(link_id=link_id), timeout=ROUTER_TIMEOUT_S)
 
-    def _facts(self, conn: Connection) -> LinkFacts:
+    def _facts(self, conn: LinkHandle) -> LinkFacts:
         return LinkFacts(
             link_id=conn.info.link_id,
             origin=conn.info.origin,
@@ -88,23 +86,20 @@ class AgentSessions:
             install_id=conn.info.install_id,
         )
 
-    def _browser_link_for_client(self, conn: Connection) -> int | None:
+    def _browser_link_for_client(self, conn: LinkHandle) -> int | None:
         """The browser a local client's session drives: the most recently active browser
         connection, when the config allows local clients at all (protocol.md section 6)."""
-        if conn.info.role == "relay" or not self._config.settings.allow_local_clients:
+        if conn.is_browser or not self._allow_local_clients():
             return None
-        browsers = [c for c in self._connections.values() if c.info.role == "relay"]
-        if not browsers:
-            return None
-        return max(browsers, key=lambda c: c.last_active).info.link_id
+        browser = self._links.most_recent_browser()
+        return None if browser is None else browser.link_id
 
-    async def session_start(self, conn: Connection, start: SessionStart) -> None:
+    async def session_start(self, conn: LinkHandle, start: SessionStart) -> None:
         capabilities = start.capabilities
         browser_link = self._browser_link_for_client(conn)
         if conn.info.role != "relay" and browser_link is None:
             capabilities = tuple(c for c in capabilities if c != "cdp.activeTab")
-        result: RegisterResult = await self._ask(
-            "session-router",
+        result: RegisterResult = await self._router.ask_again(
             Register(
                 link=self._facts(conn),
                 session_id=start.session_id,
@@ -116,6 +111,7 @@ class AgentSessions:
                 disabled_tools=start.disabled_tools,
                 enabled_host_tools=start.enabled_host_tools,
             ),
+            timeout=ROUTER_TIMEOUT_S,
         )
         if result.outcome is RegisterOutcome.CONFLICT:
             message = f"session {start.session_id} belongs to another browser profile"
@@ -134,7 +130,7 @@ class AgentSessions:
                 )
             return
         if result.outcome is RegisterOutcome.MOVED and result.previous_link is not None:
-            old = self._connections.get(result.previous_link)
+            old = self._links.get(result.previous_link)
             if old is not None and old.info.protocol >= 2:
                 await old.send(
                     ErrorMessage(
@@ -153,16 +149,17 @@ class AgentSessions:
         await self._config.initial_push(conn)
         await self._ends.settle_cut_turn(conn, result)
 
-    async def session_end(self, conn: Connection, session_id: str) -> None:
+    async def session_end(self, conn: LinkHandle, session_id: str) -> None:
         entry = self._table.lookup(session_id)
         if entry is None or entry.link.link_id != conn.info.link_id:
             return
-        await self._tell(
-            "turn-scheduler", CancelTurns(session_id=session_id, reason=CancelReason.USER)
+        await self._scheduler.tell_again(
+            CancelTurns(session_id=session_id, reason=CancelReason.USER)
         )
-        await self._ask(
-            "session-router", Unregister(link_id=conn.info.link_id, session_id=session_id)
+        await self._router.ask_again(
+            Unregister(link_id=conn.info.link_id, session_id=session_id),
+            timeout=ROUTER_TIMEOUT_S,
         )
         # The panel closed: what only this session used goes with it.
-        self._tools.forget(session_id)
+        await self._worker.tell_again(ForgetSession(session_id=session_id))
         self._prompts.forget_session(session_id)

@@ -28,28 +28,25 @@ Rebuilding after a restart: the scheduler fails what it held (its turn tasks are
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from actors.agent.turn_queue import CancelReason, Queued, Start, TurnQueue, TurnTicket
 from actors.runtime.actor import Actor, Overflow
 from messages.errors import ErrorCode
 
 __all__ = [
-    "CancelReason",
     "CancelTurns",
     "DropLinkTurns",
-    "Queued",
     "Reclaim",
-    "Refused",
-    "Start",
+    "SchedulerMsg",
+    "SetLimit",
     "SubmitTurn",
+    "TurnBoard",
     "TurnEnded",
-    "TurnQueue",
     "TurnScheduler",
-    "TurnTicket",
     "YieldSlot",
 ]
 
@@ -60,135 +57,6 @@ EXACT_POSITIONS = 10
 #: Place-in-line updates go out at most this often (seconds): a busy line moves many times a
 #: second, and a panel needs its number, not every step of it.
 POSITION_INTERVAL = 0.25
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnTicket:
-    turn_id: str
-    session_id: str
-    link_id: int
-    protocol: int = 1
-
-
-@dataclass(frozen=True, slots=True)
-class Start:
-    ticket: TurnTicket
-
-
-@dataclass(frozen=True, slots=True)
-class Queued:
-    ticket: TurnTicket
-    position: int  # 1-based place in line
-
-
-@dataclass(frozen=True, slots=True)
-class Refused:
-    ticket: TurnTicket
-    code: ErrorCode
-
-
-Decision = Start | Queued | Refused
-
-
-class CancelReason(enum.Enum):
-    USER = "user"  # chat.cancel / session.end: chat.done with the partial text
-    CONNECTION_LOST = "connection_lost"
-    SHUTDOWN = "shutdown"
-
-
-class TurnQueue:
-    """The pure queue. ``same_session``: ``"refuse"`` or ``"queue"`` (v2 only; v1 refuses)."""
-
-    def __init__(self, limit: int = 4, *, same_session: str = "queue") -> None:
-        if limit < 1:
-            raise ValueError("the concurrency limit must be at least 1")
-        self.limit = limit
-        self.same_session = same_session
-        self._waiting: list[TurnTicket] = []
-        self._running: dict[str, TurnTicket] = {}
-        self._yielded: set[str] = set()
-
-    # -- queries ----------------------------------------------------------------------------------
-
-    def running(self) -> list[TurnTicket]:
-        return list(self._running.values())
-
-    def waiting(self) -> list[TurnTicket]:
-        return list(self._waiting)
-
-    def positions(self) -> dict[str, int]:
-        return {t.turn_id: i + 1 for i, t in enumerate(self._waiting)}
-
-    def _busy_sessions(self) -> set[str]:
-        return {t.session_id for t in self._running.values()}
-
-    def _slots_used(self) -> int:
-        return sum(1 for tid in self._running if tid not in self._yielded)
-
-    # -- changes ----------------------------------------------------------------------------------
-
-    def submit(self, ticket: TurnTicket) -> Decision:
-        has_turn = ticket.session_id in self._busy_sessions() or any(
-            t.session_id == ticket.session_id for t in self._waiting
-        )
-        if has_turn and (ticket.protocol < 2 or self.same_session != "queue"):
-            return Refused(ticket, ErrorCode.BUSY)
-        self._waiting.append(ticket)
-        started = self._fill()
-        if ticket in started:
-            return Start(ticket)
-        return Queued(ticket, self._waiting.index(ticket) + 1)
-
-    def _fill(self) -> list[TurnTicket]:
-        started: list[TurnTicket] = []
-        busy = self._busy_sessions()
-        i = 0
-        while i < len(self._waiting) and self._slots_used() < self.limit:
-            ticket = self._waiting[i]
-            if ticket.session_id in busy:
-                i += 1
-                continue
-            del self._waiting[i]
-            self._running[ticket.turn_id] = ticket
-            busy.add(ticket.session_id)
-            started.append(ticket)
-        return started
-
-    def finish(self, turn_id: str) -> list[TurnTicket]:
-        """A running turn ended; returns the turns that start now."""
-        self._running.pop(turn_id, None)
-        self._yielded.discard(turn_id)
-        return self._fill()
-
-    def yield_slot(self, turn_id: str) -> list[TurnTicket]:
-        if turn_id in self._running:
-            self._yielded.add(turn_id)
-        return self._fill()
-
-    def reclaim(self, turn_id: str) -> None:
-        self._yielded.discard(turn_id)
-
-    def cancel(
-        self, session_id: str, turn_id: str | None = None
-    ) -> tuple[list[TurnTicket], list[TurnTicket]]:
-        """Returns (queued turns removed, running turns to cancel) of *session_id*."""
-
-        def matches(t: TurnTicket) -> bool:
-            return t.session_id == session_id and (turn_id is None or t.turn_id == turn_id)
-
-        removed = [t for t in self._waiting if matches(t)]
-        self._waiting = [t for t in self._waiting if not matches(t)]
-        running = [t for t in self._running.values() if matches(t)]
-        return removed, running
-
-    def drop_link(self, link_id: int) -> tuple[list[TurnTicket], list[TurnTicket]]:
-        removed = [t for t in self._waiting if t.link_id == link_id]
-        self._waiting = [t for t in self._waiting if t.link_id != link_id]
-        running = [t for t in self._running.values() if t.link_id == link_id]
-        return removed, running
-
-
-# -- the actor ------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -223,7 +91,40 @@ class Reclaim:
     turn_id: str
 
 
-SchedulerMsg = SubmitTurn | TurnEnded | CancelTurns | DropLinkTurns | YieldSlot | Reclaim
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetLimit:
+    """The config changed: run at most ``limit`` turns at once from now on."""
+
+    limit: int
+
+
+SchedulerMsg = SubmitTurn | TurnEnded | CancelTurns | DropLinkTurns | YieldSlot | Reclaim | SetLimit
+
+
+class TurnBoard:
+    """What the rest of the agent may read of the scheduler, synchronously: the current
+    incarnation's queue and why a turn was cancelled. Plain data handed to each incarnation
+    (like the route table), written only by the scheduler."""
+
+    def __init__(self) -> None:
+        self.queue: TurnQueue | None = None
+        #: Why a running turn was cancelled; read by the turn as it ends, dropped when it ended.
+        self.cancel_reasons: dict[str, CancelReason] = {}
+
+    def is_running(self, session_id: str) -> bool:
+        """Has *session_id* a turn running or waiting?"""
+        queue = self.queue
+        return queue is not None and any(
+            t.session_id == session_id for t in queue.running() + queue.waiting()
+        )
+
+    def in_flight(self, turn_id: str) -> bool:
+        """Is turn *turn_id* running?"""
+        return self.queue is not None and any(t.turn_id == turn_id for t in self.queue.running())
+
+    def cancel_reason(self, turn_id: str) -> CancelReason | None:
+        return self.cancel_reasons.get(turn_id)
+
 
 #: Starts a turn's task (a supervised temporary child); the scheduler keeps it to cancel it. The
 #: task must end the turn itself.
@@ -235,12 +136,16 @@ NotifyQueued = Callable[[TurnTicket, int], Awaitable[None]]
 
 
 class TurnScheduler(Actor[SchedulerMsg]):
+    """Applies the :class:`TurnQueue`'s decisions: launches turns, cancels them, reports places
+    in line (see the module docstring). One per daemon, in the agent's supervisor."""
+
     mailbox_size = 1024
     overflow = Overflow.WAIT
 
     def __init__(
         self,
         *,
+        board: TurnBoard,
         launch: Launch,
         end_queued: EndQueued,
         notify_queued: NotifyQueued,
@@ -249,6 +154,8 @@ class TurnScheduler(Actor[SchedulerMsg]):
         position_interval: float = POSITION_INTERVAL,
     ) -> None:
         self.queue = TurnQueue(limit, same_session=same_session)
+        self.board = board
+        board.queue = self.queue  # what the agent reads: this incarnation's line
         self.position_interval = position_interval
         self._last_report = float("-inf")  # loop time of the last place-in-line round
         self._report_due: asyncio.Task[None] | None = None
@@ -256,7 +163,7 @@ class TurnScheduler(Actor[SchedulerMsg]):
         self._end_queued = end_queued
         self._notify_queued = notify_queued
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        self.cancel_reasons: dict[str, CancelReason] = {}
+        self.cancel_reasons = board.cancel_reasons
         self._told: dict[str, int] = {}  # turn id -> the place in line it was last told
 
     async def handle(self, msg: SchedulerMsg) -> Any:
@@ -281,6 +188,8 @@ class TurnScheduler(Actor[SchedulerMsg]):
             await self._started(self.queue.yield_slot(msg.turn_id))
         elif isinstance(msg, Reclaim):
             self.queue.reclaim(msg.turn_id)
+        elif isinstance(msg, SetLimit):
+            await self._started(self.queue.set_limit(msg.limit))
         return None
 
     async def _start(self, ticket: TurnTicket) -> None:
@@ -366,6 +275,7 @@ class TurnScheduler(Actor[SchedulerMsg]):
             except Exception:  # the connection may be gone: the journal has the turn
                 log.exception("could not end queued turn %s", ticket.turn_id)
         self.queue = TurnQueue(self.queue.limit, same_session=self.queue.same_session)
+        self.board.queue = self.queue
         self._cancel_all()
 
     def _cancel_all(self) -> None:

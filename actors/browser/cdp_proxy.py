@@ -1,51 +1,45 @@
-"""CDPProxy: browser calls of one extension connection, correlated by ``callId``.
+"""CDPProxy: the actor that owns one connection's browser calls and its CDP event fan-out.
 
-The host asks the extension to run CDP commands (``cdp.send``) and tab operations (``tab.*``); the
-extension answers each with ``tool.result{callId, ok, result?, error?}`` (protocol.md sections 2-3).
-This module has two layers, like a sans-I/O protocol and its asyncio shell:
+One per connection (architecture.md section 2), a child of that link's supervisor. It owns:
 
-- :class:`CallTable` is the pure correlator (no asyncio): it mints call ids, remembers what each
-  call is (session, tab, method, page-changing, owner) and lets each settle **once**. Its state
-  machine is the table below; an illegal transition raises :class:`LocalError`::
+- the connection's :class:`~actors.browser.call_table.CallTable` — every ``cdp.send`` / ``tab.*``
+  it sends is opened there first and settles exactly once (answered, timed out, cancelled, lost);
+- the v2 ``cdp.cancel`` of a call the host gave up on, and ``control.release`` when a turn ends;
+- the fan-out of ``cdp.event`` to the tools that subscribed (console and network buffers).
 
-      PENDING --answer--> ANSWERED        (the answer is delivered)
-      PENDING --deadline--> TIMED_OUT     (REQUEST_TIMEOUT; v2 also sends cdp.cancel)
-      PENDING --cancel--> CANCELLED       (the awaiting task was cancelled; v2 cdp.cancel)
-      PENDING --lost--> LOST              (connection_lost(): CONNECTION_LOST)
+Callers (:mod:`actors.browser.tabs`) talk to it by messages only: :class:`OpenCall`,
+:class:`GiveUp`, :class:`Subscribe` / :class:`Unsubscribe`, :class:`ReleaseControl`; the
+Connection tells it :class:`Answered` and :class:`EventArrived`. The one thing that stays off the
+mailbox is each call's reply: the caller hands in a :class:`CallTicket` (its future), and the proxy
+settles it — a second mailbox hop per answer would buy nothing.
 
-  A late answer, an answer to a cancelled call, or one for an unknown ``callId`` is logged and
-  dropped; nothing settles twice (protocol.md section 5, "Correlation").
+**The ticket rule** (why no call is ever reported "not sent" after it was sent): the caller marks
+its ticket ``abandoned`` before it reads ``sent``; the proxy sets ``sent`` just before it writes
+the frame, and never writes the frame of an abandoned ticket. Both run on the event loop, so the
+caller's verdict — ``error`` (never sent) or ``unknown`` (sent, no answer) — is always right.
 
-- :class:`CdpProxy` sends the wire models and awaits the answers, each with a deadline (conventions
-  rule 5: no caller ever hangs).
-
-Errors are :class:`BrowserCallError` (a :class:`~actors.tools.cdp.CdpError`, so the page tools treat
-them like any CDP failure). ``outcome`` says what the caller may assume about the browser:
-
-- ``"error"``: the call definitely did not happen (an error answer, or it was never sent), or it was
-  a read;
-- ``"unknown"``: a page-changing call was sent but no answer came (deadline, cancel, connection
-  lost). It is reported as such and never sent again (protocol.md section 4, ``chat.tool_result``
-  outcome ``unknown``; section 5, "No replay").
-
-:class:`TabCdpSession` binds the proxy to one tab and implements the ``CdpSession`` seam of
-:mod:`actors.tools.cdp`; :class:`ProxyTabs` gives the tools the ``tab.*`` operations.
+**Restarts** (state rebuilt): a crashed incarnation fails every call it held — a page-changing one
+with outcome ``unknown``, never re-sent (protocol.md section 5, "No replay") — and the next one
+starts with an empty table whose call ids carry a new prefix, so a late answer meant for the old
+incarnation is dropped as unknown. The event subscriptions are the link's (:class:`Subscriptions`,
+handed in at construction), so they survive a restart.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 import itertools
 import logging
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from actors.tools.cdp import CdpError
+from actors.browser.call_table import CallState, CallTable
+from actors.link.link_writer import ConnectionInfo, LinkWriter
+from actors.runtime.actor import Actor, Overflow
+from actors.tools.cdp import BrowserCallError
 from messages.errors import ErrorCode, FrameTooLarge, LocalError
 from messages.wire_inbound import CdpEvent, ToolResult
 from messages.wire_outbound import (
@@ -60,511 +54,313 @@ from messages.wire_outbound import (
 )
 
 __all__ = [
-    "BrowserCallError",
-    "CallState",
-    "CallTable",
-    "CdpProxy",
+    "TAB_OPS",
+    "Answered",
+    "CDPProxy",
+    "CallTicket",
+    "EventArrived",
     "EventCallback",
-    "Outcome",
-    "PendingCall",
-    "ProxyTabs",
-    "TabCdpSession",
-    "TabOp",
-    "outcome_of",
+    "GiveUp",
+    "OpenCall",
+    "ProxyMsg",
+    "ReleaseControl",
+    "Subscribe",
+    "Subscriptions",
+    "Unsubscribe",
 ]
 
 log = logging.getLogger(__name__)
 
-Outcome = Literal["error", "unknown"]
-TabOp = Literal["tab.new", "tab.activate", "tab.list", "tab.getActive", "tab.close"]
 EventCallback = Callable[[CdpEvent], None]
 
-#: Tab operations that change the browser (protocol.md section 5 lists tab open/close).
-_PAGE_CHANGING_OPS = frozenset({"tab.new", "tab.close"})
-#: How many finished call ids are remembered so a late answer is told apart from an unknown one.
-_FINISHED_MEMORY = 1024
+#: The ``tab.*`` operations (protocol.md sections 3-4).
+TAB_OPS = frozenset({"tab.new", "tab.activate", "tab.list", "tab.getActive", "tab.close"})
 
 
-class BrowserCallError(CdpError):
-    """A browser call failed. ``outcome`` is ``"unknown"`` when a page-changing call was sent and
-    no answer came: the caller must report it as such and must not send it again."""
+class CallTicket:
+    """A caller's handle on one browser call: its reply future and the ticket rule's two flags."""
 
-    def __init__(
-        self, code: ErrorCode | str, message: str = "", *, outcome: Outcome = "error"
-    ) -> None:
-        super().__init__(code, message)
-        self.outcome: Outcome = outcome
+    __slots__ = ("abandoned", "call_id", "deadline", "future", "page_changing", "sent")
 
-    @property
-    def wire_message(self) -> str:
-        if self.code is ErrorCode.CONNECTION_LOST:
-            return "the browser connection was lost"
-        if self.code is ErrorCode.CANCELLED:
-            return "the browser call was cancelled"
-        return super().wire_message
+    def __init__(self, future: asyncio.Future[ToolResult], *, deadline: float, page_changing: bool):
+        self.future = future
+        self.deadline = deadline  # loop time; a call opened later is not sent
+        self.page_changing = page_changing
+        self.call_id: str | None = None
+        self.sent = False
+        self.abandoned = False
 
-
-def outcome_of(exc: BaseException) -> Outcome:
-    """``"unknown"`` if ``exc`` (or an exception it was raised from) says so, else ``"error"``.
-
-    Tools may wrap a proxy error (e.g. the page tools turn a dead context into STALE_REF), so the
-    ``__cause__``/``__context__`` chain is searched.
-    """
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        if getattr(cur, "outcome", None) == "unknown":
-            return "unknown"
-        cur = cur.__cause__ or cur.__context__
-    return "error"
+    def fail(self, exc: BaseException) -> None:
+        if not self.future.done():
+            self.future.set_exception(exc)
+            self.future.exception()  # retrieved: the caller may have stopped waiting
 
 
-# --- the pure correlator -------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenCall:
+    """Send one ``cdp.send`` (``op`` is the CDP method) or ``tab.*`` (``op`` is the type)."""
+
+    ticket: CallTicket
+    session_id: str
+    op: str
+    tab_id: int | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    owner_id: str | None = None
 
 
-class CallState(enum.Enum):
-    PENDING = "pending"
-    ANSWERED = "answered"
-    TIMED_OUT = "timed_out"
-    CANCELLED = "cancelled"
-    LOST = "lost"
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GiveUp:
+    """The caller stopped waiting (``TIMED_OUT`` or ``CANCELLED``): settle it, v2 ``cdp.cancel``."""
+
+    ticket: CallTicket
+    state: CallState
 
 
-# The state machine of one call, as data (conventions rule 2).
-_TRANSITIONS: dict[CallState, frozenset[CallState]] = {
-    CallState.PENDING: frozenset(
-        {CallState.ANSWERED, CallState.TIMED_OUT, CallState.CANCELLED, CallState.LOST}
-    ),
-    CallState.ANSWERED: frozenset(),
-    CallState.TIMED_OUT: frozenset(),
-    CallState.CANCELLED: frozenset(),
-    CallState.LOST: frozenset(),
-}
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Answered:
+    """The extension's ``tool.result`` arrived."""
+
+    result: ToolResult
 
 
-@dataclass(slots=True, kw_only=True)
-class PendingCall:
-    """One browser call: what it is and where it stands."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventArrived:
+    """A ``cdp.event`` arrived."""
 
-    call_id: str
+    event: CdpEvent
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Subscribe:
+    """Call ``callback`` for each event of ``session_id`` (and ``tab_id``; None = any tab).
+    Answered with a token for :class:`Unsubscribe`."""
+
     session_id: str
     tab_id: int | None
-    op: str  # the CDP method for cdp.send, else the tab.* type
-    page_changing: bool
-    owner_id: str | None
-    state: CallState = CallState.PENDING
-
-    def move(self, new: CallState) -> None:
-        if new not in _TRANSITIONS[self.state]:
-            raise LocalError(f"call {self.call_id}: illegal transition {self.state} -> {new}")
-        self.state = new
+    callback: EventCallback
 
 
-class CallTable:
-    """Correlates requests and answers by ``callId``; settles each call at most once. No I/O.
-
-    Use :meth:`open` before sending, then exactly one of :meth:`answer` (the peer answered),
-    :meth:`finish` (deadline or cancel) or :meth:`lose_all` (the connection went away).
-    """
-
-    def __init__(self, prefix: str = "h") -> None:
-        self._prefix = prefix
-        self._ids = itertools.count(1)
-        self.pending: dict[str, PendingCall] = {}
-        # Recently finished calls, so a late answer is logged as late rather than as unknown.
-        self._finished: OrderedDict[str, CallState] = OrderedDict()
-
-    def open(
-        self,
-        *,
-        session_id: str,
-        tab_id: int | None,
-        op: str,
-        page_changing: bool,
-        owner_id: str | None,
-    ) -> PendingCall:
-        """Register a new call and return it (its ``call_id`` goes on the wire)."""
-        call = PendingCall(
-            call_id=f"{self._prefix}{next(self._ids)}",
-            session_id=session_id,
-            tab_id=tab_id,
-            op=op,
-            page_changing=page_changing,
-            owner_id=owner_id,
-        )
-        self.pending[call.call_id] = call
-        return call
-
-    def _close(self, call: PendingCall, state: CallState) -> None:
-        call.move(state)
-        del self.pending[call.call_id]
-        self._finished[call.call_id] = state
-        while len(self._finished) > _FINISHED_MEMORY:
-            self._finished.popitem(last=False)
-
-    def answer(self, call_id: str, session_id: str | None = None) -> PendingCall | None:
-        """An answer arrived. Returns the call it settles, or None when it must be dropped
-        (late, cancelled, unknown, or from another session); the reason is logged."""
-        call = self.pending.get(call_id)
-        if call is None:
-            state = self._finished.get(call_id)
-            if state is None:
-                log.warning("dropping tool.result for unknown callId %r", call_id[:64])
-            else:
-                log.info("dropping late tool.result for callId %s (%s)", call_id, state.value)
-            return None
-        if session_id is not None and session_id != call.session_id:
-            log.warning("dropping tool.result for %s from another session", call_id)
-            return None
-        self._close(call, CallState.ANSWERED)
-        return call
-
-    def finish(self, call_id: str, state: CallState) -> PendingCall | None:
-        """The host gave up on a call (``TIMED_OUT``/``CANCELLED``/``LOST``). None if it had
-        already settled (then the answer won and nothing changes)."""
-        call = self.pending.get(call_id)
-        if call is None:
-            return None
-        self._close(call, state)
-        return call
-
-    def lose_all(self) -> list[PendingCall]:
-        """Every pending call becomes ``LOST``; returns them."""
-        calls = list(self.pending.values())
-        for call in calls:
-            self._close(call, CallState.LOST)
-        return calls
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unsubscribe:
+    token: int
 
 
-# --- the asyncio shell ---------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReleaseControl:
+    """The turn ``owner_id`` ended: v2 ``control.release`` (settles nothing); v1: nothing."""
+
+    owner_id: str
 
 
-def _error_from_text(text: str) -> BrowserCallError:
-    # The extension answers ok:false with Chrome's error text; it starts with NOT_ALLOWED_URL when
-    # the extension refused the page (protocol.md section 5, "URLs").
-    code = ErrorCode.NOT_ALLOWED_URL if text.startswith("NOT_ALLOWED_URL") else ErrorCode.INTERNAL
-    return BrowserCallError(code, text or "the browser call failed")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectionLost:
+    """The link went away: fail every pending call; later calls fail at once (section 5)."""
 
 
-class CdpProxy:
-    """Browser calls of one connection: send, await the answer with a deadline, cancel, fan out
-    events. ``send`` writes one host -> extension model and returns False if it could not (the
-    connection is gone). ``protocol`` is the connection's level (1 or 2)."""
+ProxyMsg = (
+    OpenCall
+    | GiveUp
+    | Answered
+    | EventArrived
+    | Subscribe
+    | Unsubscribe
+    | ReleaseControl
+    | ConnectionLost
+)
 
-    def __init__(self, send: Callable[[BaseModel], Awaitable[bool]], *, protocol: int) -> None:
-        self._send = send
-        self.protocol = protocol
-        self.table = CallTable()
-        self._futures: dict[str, asyncio.Future[ToolResult]] = {}
-        self._subscribers: list[tuple[str, int | None, EventCallback]] = []
-        self._background: set[asyncio.Task[None]] = set()
+
+class Subscriptions:
+    """The link's CDP event subscribers, kept across CDPProxy restarts. Plain data."""
+
+    def __init__(self) -> None:
+        self._tokens = itertools.count(1)
+        self.entries: dict[int, tuple[str, int | None, EventCallback]] = {}
+
+    def add(self, session_id: str, tab_id: int | None, callback: EventCallback) -> int:
+        token = next(self._tokens)
+        self.entries[token] = (session_id, tab_id, callback)
+        return token
+
+    def remove(self, token: int) -> None:
+        self.entries.pop(token, None)
+
+    def matching(self, event: CdpEvent) -> list[EventCallback]:
+        return [
+            cb
+            for sid, tab, cb in self.entries.values()
+            if sid == event.session_id and (tab is None or tab == event.tab_id)
+        ]
+
+
+class CDPProxy(Actor[ProxyMsg]):
+    """Browser calls of one connection (see the module docstring)."""
+
+    mailbox_size = 1024
+    overflow = Overflow.WAIT
+    _incarnations: ClassVar[itertools.count[int]] = itertools.count(1)
+
+    def __init__(
+        self, *, info: ConnectionInfo, writer: LinkWriter, subscriptions: Subscriptions
+    ) -> None:
+        self._info = info
+        self._writer = writer
+        self._subs = subscriptions
+        # A fresh prefix per incarnation: an answer meant for a crashed one never matches.
+        self.table = CallTable(prefix=f"h{next(self._incarnations)}-")
         self._lost = False
+        self._background: set[asyncio.Task[None]] = set()
 
     @property
-    def v2(self) -> bool:
-        return self.protocol >= 2
+    def pending(self) -> int:
+        return len(self.table.pending)
 
-    # --- requests ----------------------------------------------------------------------------
+    async def handle(self, msg: ProxyMsg) -> Any:
+        if isinstance(msg, OpenCall):
+            await self._open(msg)
+        elif isinstance(msg, Answered):
+            self._answered(msg.result)
+        elif isinstance(msg, EventArrived):
+            self._fan_out(msg.event)
+        elif isinstance(msg, GiveUp):
+            self._give_up(msg.ticket, msg.state)
+        elif isinstance(msg, Subscribe):
+            return self._subs.add(msg.session_id, msg.tab_id, msg.callback)
+        elif isinstance(msg, Unsubscribe):
+            self._subs.remove(msg.token)
+        elif isinstance(msg, ReleaseControl):
+            if self._info.v2 and not self._lost:
+                await self._send_quietly(ControlRelease(owner_id=msg.owner_id))
+        elif isinstance(msg, ConnectionLost):
+            self._fail_all(ErrorCode.CONNECTION_LOST, "connection lost before an answer")
+            self._lost = True
+            self._subs.entries.clear()
+        return None
 
-    async def cdp(
-        self,
-        session_id: str,
-        tab_id: int | None,
-        method: str,
-        params: dict[str, Any] | None,
-        *,
-        page_changing: bool,
-        timeout: float,
-        owner_id: str | None,
-    ) -> dict[str, Any]:
-        """Run one CDP command in ``tab_id`` and return CDP's raw ``result`` object."""
-        call = self.table.open(
-            session_id=session_id,
-            tab_id=tab_id,
-            op=method,
-            page_changing=page_changing,
-            owner_id=owner_id,
-        )
-        msg = CdpSend(
-            session_id=session_id,
-            call_id=call.call_id,
-            tab_id=tab_id,
-            method=method,
-            params=params or {},
-            control_owner_id=owner_id if self.v2 else None,
-        )
-        answer = await self._roundtrip(call, msg, timeout)
-        result = answer.result
-        # tool.result for cdp.send carries {tabId, result: <raw CDP result>} (protocol.md 2).
-        if isinstance(result, dict):
-            inner = result.get("result", {})
-            return inner if isinstance(inner, dict) else {}
-        return {}
+    # --- calls ------------------------------------------------------------------------------
 
-    async def tab(
-        self,
-        session_id: str,
-        op: TabOp,
-        args: dict[str, Any] | None = None,
-        *,
-        timeout: float,
-        owner_id: str | None,
-        page_changing: bool | None = None,
-    ) -> Any:
-        """Run a ``tab.*`` operation and return its raw result (TabInfo, TabInfo[] or None).
-
-        ``page_changing`` defaults to True for ``tab.new`` and ``tab.close``. In v1 there is no
-        ``tab.close``: it is sent as ``cdp.send Page.close`` on that tab (protocol.md 3b).
-        """
-        args = args or {}
-        changing = op in _PAGE_CHANGING_OPS if page_changing is None else page_changing
-        if op == "tab.close" and not self.v2:
-            await self.cdp(
-                session_id,
-                int(args["tabId"]),
-                "Page.close",
-                {},
-                page_changing=changing,
-                timeout=timeout,
-                owner_id=owner_id,
+    async def _open(self, msg: OpenCall) -> None:
+        ticket = msg.ticket
+        if ticket.abandoned or asyncio.get_running_loop().time() > ticket.deadline:
+            ticket.fail(BrowserCallError(ErrorCode.REQUEST_TIMEOUT, f"{msg.op}: not sent in time"))
+            return
+        if self._lost:
+            ticket.fail(BrowserCallError(ErrorCode.CONNECTION_LOST, "connection already lost"))
+            return
+        if msg.op == "tab.close" and not self._info.v2:
+            # v1 has no tab.close: Page.close on that tab (protocol.md section 3b).
+            msg = OpenCall(
+                ticket=ticket,
+                session_id=msg.session_id,
+                op="Page.close",
+                tab_id=int(msg.params["tabId"]),
+                owner_id=msg.owner_id,
             )
-            return None
-        tab_id = args.get("tabId")
         call = self.table.open(
-            session_id=session_id,
-            tab_id=tab_id,
-            op=op,
-            page_changing=changing,
-            owner_id=owner_id,
+            session_id=msg.session_id,
+            tab_id=msg.tab_id,
+            op=msg.op,
+            page_changing=ticket.page_changing,
+            owner_id=msg.owner_id,
+            waiter=ticket,
         )
-        owner = owner_id if self.v2 else None
+        ticket.call_id = call.call_id
+        try:
+            wire = self._wire(msg, call.call_id)
+        except (KeyError, TypeError, ValueError, LocalError) as exc:
+            self.table.finish(call.call_id, CallState.CANCELLED)
+            ticket.fail(BrowserCallError(ErrorCode.INVALID_MESSAGE, f"{msg.op}: {exc}"))
+            return
+        ticket.sent = True  # from here on the frame may reach the browser
+        try:
+            sent = await self._writer.send(wire)
+        except FrameTooLarge:
+            # cdp.send is never trimmed: a command that does not fit fails (section 5).
+            ticket.sent = False  # nothing was written
+            self.table.finish(call.call_id, CallState.CANCELLED)
+            ticket.fail(BrowserCallError(ErrorCode.MESSAGE_TOO_LARGE, f"{msg.op} is too large"))
+            return
+        if not sent:
+            ticket.sent = False  # the link refused it: nothing reached the browser
+            self.table.finish(call.call_id, CallState.LOST)
+            ticket.fail(BrowserCallError(ErrorCode.CONNECTION_LOST, "could not send"))
+
+    def _wire(self, msg: OpenCall, call_id: str) -> BaseModel:
+        v2 = self._info.v2
+        owner = msg.owner_id if v2 else None
         common: dict[str, Any] = {
-            "session_id": session_id,
-            "call_id": call.call_id,
+            "session_id": msg.session_id,
+            "call_id": call_id,
             "control_owner_id": owner,
         }
-        msg: BaseModel
-        if op == "tab.new":
-            msg = TabNew(**common, url=args.get("url"), active=args.get("active"))
-        elif op == "tab.activate":
-            msg = TabActivate(**common, tab_id=int(args["tabId"]))
-        elif op == "tab.list":
-            msg = TabList(**common)
-        elif op == "tab.getActive":
-            window = args.get("windowId") if self.v2 else None
-            msg = TabGetActive(**common, window_id=window)
-        elif op == "tab.close":
-            msg = TabClose(**common, tab_id=int(args["tabId"]))
-        else:  # pragma: no cover - guarded by the TabOp literal
-            self.table.finish(call.call_id, CallState.CANCELLED)
-            raise LocalError(f"unknown tab operation {op!r}")
-        answer = await self._roundtrip(call, msg, timeout)
-        return answer.result
+        args = msg.params
+        if msg.op not in TAB_OPS:
+            return CdpSend(**common, tab_id=msg.tab_id, method=msg.op, params=args)
+        if msg.op == "tab.new":
+            return TabNew(**common, url=args.get("url"), active=args.get("active"))
+        if msg.op == "tab.activate":
+            return TabActivate(**common, tab_id=int(args["tabId"]))
+        if msg.op == "tab.list":
+            return TabList(**common)
+        if msg.op == "tab.getActive":
+            return TabGetActive(**common, window_id=args.get("windowId") if v2 else None)
+        return TabClose(**common, tab_id=int(args["tabId"]))
 
-    async def _roundtrip(
-        self,
-        call: PendingCall,
-        msg: BaseModel,
-        timeout: float,
-    ) -> ToolResult:
-        unknown: Outcome = "unknown" if call.page_changing else "error"
-        if self._lost:
-            self.table.finish(call.call_id, CallState.LOST)
-            raise BrowserCallError(ErrorCode.CONNECTION_LOST, "connection already lost")
-        fut: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
-        self._futures[call.call_id] = fut
-        sent = False
-        try:
-            async with asyncio.timeout(timeout):
-                try:
-                    sent = await self._send(msg)
-                except FrameTooLarge:
-                    # cdp.send is never trimmed: a command that does not fit fails (section 5).
-                    self.table.finish(call.call_id, CallState.CANCELLED)
-                    raise BrowserCallError(
-                        ErrorCode.MESSAGE_TOO_LARGE, f"{call.op} is too large to send"
-                    ) from None
-                if not sent:
-                    self.table.finish(call.call_id, CallState.LOST)
-                    raise BrowserCallError(ErrorCode.CONNECTION_LOST, "could not send")
-                answer = await fut
-        except TimeoutError:
-            if self.table.finish(call.call_id, CallState.TIMED_OUT) is not None:
-                self._cancel_on_peer(call)
-            raise BrowserCallError(
-                ErrorCode.REQUEST_TIMEOUT,
-                f"{call.op} got no answer in {timeout:g}s",
-                outcome=unknown,
-            ) from None
-        except asyncio.CancelledError:
-            if self.table.finish(call.call_id, CallState.CANCELLED) is not None and sent:
-                self._cancel_on_peer(call)
-            raise
-        finally:
-            self._futures.pop(call.call_id, None)
-            if fut.done() and not fut.cancelled():
-                # connection_lost() may fail the future while this call is still sending (or is
-                # being cancelled): the outcome is already decided above, so mark it retrieved.
-                fut.exception()
-        if not answer.ok:
-            raise _error_from_text(answer.error or "")
-        return answer
-
-    def _cancel_on_peer(self, call: PendingCall) -> None:
-        # v2 only (section 4): the extension stops what it can and never answers late. The call
-        # is already marked finished, so an answer that still comes is dropped either way.
-        if not self.v2 or self._lost:
+    def _answered(self, result: ToolResult) -> None:
+        """Deliver an answer; late/unknown/cancelled ones are logged and dropped (section 5)."""
+        call = self.table.answer(result.call_id, result.session_id)
+        if call is None:
             return
-        msg = CdpCancel(session_id=call.session_id, call_id=call.call_id)
+        ticket: CallTicket = call.waiter
+        if not ticket.future.done():
+            ticket.future.set_result(result)
+
+    def _give_up(self, ticket: CallTicket, state: CallState) -> None:
+        if ticket.call_id is None:
+            ticket.abandoned = True  # not opened yet: it never will be
+            return
+        call = self.table.finish(ticket.call_id, state)
+        if call is not None and ticket.sent and self._info.v2 and not self._lost:
+            # v2 only (section 4): the extension stops what it can and never answers late. The
+            # call is already finished, so an answer that still comes is dropped either way.
+            self._in_background(CdpCancel(session_id=call.session_id, call_id=call.call_id))
+
+    def _fail_all(self, code: ErrorCode, text: str) -> None:
+        for call in self.table.lose_all():
+            ticket: CallTicket = call.waiter
+            ticket.fail(
+                BrowserCallError(
+                    code,
+                    f"{call.op}: {text}",
+                    outcome="unknown" if call.page_changing and ticket.sent else "error",
+                )
+            )
+
+    # --- events -----------------------------------------------------------------------------
+
+    def _fan_out(self, event: CdpEvent) -> None:
+        for callback in self._subs.matching(event):
+            try:
+                callback(event)
+            except Exception:
+                log.exception("cdp.event subscriber failed on %s", event.method)
+
+    # --- output -----------------------------------------------------------------------------
+
+    def _in_background(self, msg: BaseModel) -> None:
         task = asyncio.get_running_loop().create_task(self._send_quietly(msg))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
     async def _send_quietly(self, msg: BaseModel) -> None:
         try:
-            await self._send(msg)
+            await self._writer.send(msg)
         except Exception:
             log.exception("could not send %s", type(msg).__name__)
 
-    # --- inbound -----------------------------------------------------------------------------
+    # --- life -------------------------------------------------------------------------------
 
-    def on_tool_result(self, msg: ToolResult) -> None:
-        """Deliver an answer; late/unknown/cancelled ones are logged and dropped (section 5)."""
-        call = self.table.answer(msg.call_id, msg.session_id)
-        if call is None:
-            return
-        fut = self._futures.get(call.call_id)
-        if fut is not None and not fut.done():
-            fut.set_result(msg)
+    async def on_stop(self) -> None:
+        self._fail_all(ErrorCode.CONNECTION_LOST, "connection closed before an answer")
 
-    def on_cdp_event(self, msg: CdpEvent) -> None:
-        """Fan a CDP event out to the subscribers of its session (and tab)."""
-        for session_id, tab_id, callback in list(self._subscribers):
-            if session_id != msg.session_id or (tab_id is not None and tab_id != msg.tab_id):
-                continue
-            try:
-                callback(msg)
-            except Exception:
-                log.exception("cdp.event subscriber failed on %s", msg.method)
-
-    def subscribe(
-        self, session_id: str, tab_id: int | None, callback: EventCallback
-    ) -> Callable[[], None]:
-        """Call ``callback`` for each event of ``session_id`` (and ``tab_id``, None = any tab).
-        Returns the function that unsubscribes (idempotent)."""
-        entry = (session_id, tab_id, callback)
-        self._subscribers.append(entry)
-
-        def unsubscribe() -> None:
-            if entry in self._subscribers:
-                self._subscribers.remove(entry)
-
-        return unsubscribe
-
-    # --- control -----------------------------------------------------------------------------
-
-    async def release(self, owner_id: str) -> None:
-        """The turn ``owner_id`` ended: v2 ``control.release`` (settles nothing); v1: nothing."""
-        if self.v2 and not self._lost:
-            await self._send_quietly(ControlRelease(owner_id=owner_id))
-
-    def connection_lost(self) -> None:
-        """Fail every pending call with CONNECTION_LOST (page-changing ones: outcome unknown).
-        Later calls fail at once: requests are never moved to a new connection (section 5)."""
-        self._lost = True
-        for call in self.table.lose_all():
-            fut = self._futures.get(call.call_id)
-            if fut is not None and not fut.done():
-                fut.set_exception(
-                    BrowserCallError(
-                        ErrorCode.CONNECTION_LOST,
-                        f"{call.op}: connection lost before an answer",
-                        outcome="unknown" if call.page_changing else "error",
-                    )
-                )
-        self._subscribers.clear()
-
-
-class TabCdpSession:
-    """The ``CdpSession`` seam (actors/tools/cdp.py) over a :class:`CdpProxy`, bound to one tab.
-
-    Also offers :meth:`subscribe` for that tab's CDP events (``callback(method, params)``).
-    """
-
-    def __init__(
-        self, proxy: CdpProxy, session_id: str, tab_id: int | None, owner_id: str | None
-    ) -> None:
-        self.proxy = proxy
-        self.session_id = session_id
-        self.tab_id = tab_id
-        self.owner_id = owner_id
-
-    async def send(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        page_changing: bool = False,
-        timeout: float = 10.0,
-    ) -> dict[str, Any]:
-        return await self.proxy.cdp(
-            self.session_id,
-            self.tab_id,
-            method,
-            params,
-            page_changing=page_changing,
-            timeout=timeout,
-            owner_id=self.owner_id,
-        )
-
-    def subscribe(self, callback: Callable[[str, dict[str, Any]], None]) -> Callable[[], None]:
-        return self.proxy.subscribe(
-            self.session_id, self.tab_id, lambda ev: callback(ev.method, ev.params)
-        )
-
-
-class ProxyTabs:
-    """``tab.*`` operations of one session through a :class:`CdpProxy` (the tools' ``TabOps``)."""
-
-    def __init__(
-        self,
-        proxy: CdpProxy,
-        session_id: str,
-        owner_id: str | None,
-        *,
-        window_id: int | None = None,
-        timeout: float = 10.0,
-    ) -> None:
-        self.proxy = proxy
-        self.session_id = session_id
-        self.owner_id = owner_id
-        self.window_id = window_id
-        self.timeout = timeout
-
-    async def _op(self, op: TabOp, args: dict[str, Any] | None = None) -> Any:
-        return await self.proxy.tab(
-            self.session_id, op, args, timeout=self.timeout, owner_id=self.owner_id
-        )
-
-    async def new(self, url: str | None, *, active: bool = True) -> dict[str, Any]:
-        res = await self._op("tab.new", {"url": url, "active": active})
-        return res if isinstance(res, dict) else {}
-
-    async def list(self) -> list[dict[str, Any]]:
-        res = await self._op("tab.list")
-        return [t for t in res if isinstance(t, dict)] if isinstance(res, list) else []
-
-    async def active(self) -> dict[str, Any] | None:
-        res = await self._op("tab.getActive", {"windowId": self.window_id})
-        return res if isinstance(res, dict) else None
-
-    async def activate(self, tab_id: int) -> dict[str, Any]:
-        res = await self._op("tab.activate", {"tabId": tab_id})
-        return res if isinstance(res, dict) else {}
-
-    async def close(self, tab_id: int) -> None:
-        await self._op("tab.close", {"tabId": tab_id})
-
-    def session(self, tab_id: int) -> TabCdpSession:
-        return TabCdpSession(self.proxy, self.session_id, tab_id, self.owner_id)
+    async def on_failure(self, exc: BaseException) -> None:
+        self._fail_all(ErrorCode.INTERNAL, "the call was interrupted inside the host")

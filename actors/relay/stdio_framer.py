@@ -39,6 +39,8 @@ class WriteFrame:
 
 
 class StdioFramer(Actor[WriteFrame]):
+    """Owns Chrome's pipes in the relay: reads whole frames, writes the frames it is told to."""
+
     mailbox_size = 256
     overflow = Overflow.WAIT
 

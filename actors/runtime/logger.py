@@ -16,6 +16,12 @@ Rules:
   one) and a new ``host.log`` is started: exactly one old copy is kept.
 * **Bounded.** The handler counts records in flight; past the bound it drops (and later reports
   how many were dropped) instead of growing memory or blocking the caller.
+* **Supervised.** The Logger is a child of its process's supervision tree
+(:mod:`supervisors.trees`):
+  :meth:`LogSink.spawn` starts an incarnation and points the handler at it. Before the tree
+  starts one, while it restarts one and after it stopped, the :class:`LogSink` appends each
+  record to the file itself (redacted, one locked write), so nothing logged at start-up or exit
+  is lost.
 """
 
 from __future__ import annotations
@@ -24,15 +30,24 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from actors.runtime.threaded import ThreadActor, ThreadHandle, start_thread_actor
+from actors.runtime.actor import ActorError
+from actors.runtime.threaded import (
+    ThreadActor,
+    ThreadedRef,
+    ThreadHandle,
+    spawn_threaded,
+    start_thread_actor,
+)
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "Flush",
+    "LogSink",
     "Logger",
     "LoggingHandle",
     "WriteLines",
@@ -145,12 +160,73 @@ class Logger(ThreadActor[WriteLines | Flush]):
         self._open()
 
 
+class LogSink:
+    """Where the logging handler's records go: the running Logger incarnation, else straight to
+    the file (see the module docstring). Thread-safe."""
+
+    def __init__(self, path: Path, *, max_bytes: int, rotate: bool, daemon: bool) -> None:
+        self.path = path
+        self._max_bytes = max_bytes
+        self._rotate = rotate
+        self._daemon = daemon
+        self._handle: ThreadHandle | None = None
+        self._lock = threading.Lock()
+
+    def _logger(self) -> Logger:
+        return Logger(self.path, max_bytes=self._max_bytes, rotate=self._rotate)
+
+    def attach(self, handle: ThreadHandle) -> None:
+        """Send records to ``handle`` from now on; a previous incarnation finishes its queue."""
+        with self._lock:
+            old, self._handle = self._handle, handle
+        if old is not None and old is not handle:
+            old.request_stop(drain=True)
+
+    def start(self) -> None:
+        """Start a Logger synchronously (before any event loop: the process's first lines)."""
+        self.attach(start_thread_actor(self._logger(), name="logger", daemon=self._daemon))
+
+    async def spawn(self) -> ThreadedRef[WriteLines | Flush]:
+        """Start a Logger incarnation for the supervision tree and send records to it."""
+        ref: ThreadedRef[WriteLines | Flush] = await spawn_threaded(
+            self._logger(), name="logger", daemon=self._daemon
+        )
+        self.attach(ref.handle)
+        return ref
+
+    def post(self, text: str, on_done: Callable[[object, BaseException | None], None]) -> None:
+        handle = self._handle
+        if handle is not None and not handle.closing.is_set():
+            try:
+                handle.post(WriteLines(text=text), on_done)
+                return
+            except ActorError:
+                pass
+        try:
+            self.write_now(text)
+        finally:
+            on_done(None, None)
+
+    def write_now(self, text: str) -> None:
+        """Append one record on the caller's thread (no Logger running)."""
+        data = (redact(text).rstrip("\n") + "\n").encode("utf-8", "backslashreplace")
+        with self._lock, open(self.path, "ab", buffering=0) as fh:
+            fh.write(data)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Write what the running Logger has queued and end its thread (blocking)."""
+        with self._lock:
+            handle, self._handle = self._handle, None
+        if handle is not None:
+            handle.stop_and_join(timeout, drain=True)
+
+
 class _ActorHandler(logging.Handler):
     """Formats on the caller's thread, posts to the Logger; never raises, never prints."""
 
-    def __init__(self, actor: ThreadHandle, level: int, max_pending: int) -> None:
+    def __init__(self, sink: LogSink, level: int, max_pending: int) -> None:
         super().__init__(level)
-        self._actor = actor
+        self._sink = sink
         self._max_pending = max_pending
         self._pending = 0
         self._dropped = 0
@@ -171,7 +247,7 @@ class _ActorHandler(logging.Handler):
                 dropped, self._dropped = self._dropped, 0
             if dropped:
                 text = f"[logger] {dropped} records dropped (backlog)\n{text}"
-            self._actor.post(WriteLines(text=text), self._done)
+            self._sink.post(text, self._done)
         except Exception:
             self.handleError(record)
 
@@ -186,14 +262,14 @@ class LoggingHandle:
     """What ``install_logging`` returns; ``close()`` flushes, detaches and ends the thread."""
 
     handler: logging.Handler
-    actor: ThreadHandle
+    sink: LogSink
     logger: logging.Logger
 
     def close(self, timeout: float = 5.0) -> None:
         """Blocking and idempotent: detach the handler, write what is queued, join the thread."""
         self.logger.removeHandler(self.handler)
         # A stop is handled after the lines queued before it, so nothing logged is lost.
-        self.actor.stop_and_join(timeout, drain=True)
+        self.sink.close(timeout)
 
 
 def install_logging(
@@ -207,10 +283,9 @@ def install_logging(
     daemon: bool = False,
 ) -> LoggingHandle:
     """Route ``logging`` (the root logger by default) to a Logger thread writing ``path``."""
-    actor = start_thread_actor(
-        Logger(Path(path), max_bytes=max_bytes, rotate=rotate), name="logger", daemon=daemon
-    )
-    handler = _ActorHandler(actor, level, max_pending)
+    sink = LogSink(Path(path), max_bytes=max_bytes, rotate=rotate, daemon=daemon)
+    sink.start()
+    handler = _ActorHandler(sink, level, max_pending)
     handler.setFormatter(
         logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
     )
@@ -218,4 +293,4 @@ def install_logging(
     target.addHandler(handler)
     if target.level == logging.NOTSET or target.level > level:
         target.setLevel(level)
-    return LoggingHandle(handler=handler, actor=actor, logger=target)
+    return LoggingHandle(handler=handler, sink=sink, logger=target)

@@ -311,6 +311,11 @@ class ThreadedRef(Generic[M]):
     def thread(self) -> threading.Thread | None:
         return self._bridge.handle.thread
 
+    @property
+    def handle(self) -> ThreadHandle:
+        """The synchronous side of this incarnation (``post`` from any thread)."""
+        return self._bridge.handle
+
     def rebind(self, cell: ActorCell) -> ThreadedRef[M]:
         return ThreadedRef(self._bridge, self._overflow, cell, cell.advance())
 

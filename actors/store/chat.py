@@ -12,9 +12,9 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from actors.store.chat_turns import (
     ACCEPTS,
@@ -29,9 +29,6 @@ from actors.store.chat_turns import (
 )
 from actors.store.chat_views import build_model_messages, history_rows
 from actors.store.journal import Journal, StoreError, scan_records
-
-if TYPE_CHECKING:
-    from actors.store.chat_store import ChatStore
 
 __all__ = ["MEMORY_TURNS", "Chat", "ChatInfo", "Redact"]
 
@@ -108,12 +105,25 @@ def _redact_tree(value: Any, redact: Redact) -> Any:
 class Chat:
     """One chat: the in-memory fold of its journal plus the journal to append to.
 
-    Get it from :meth:`ChatStore.chat`. Methods that record raise :class:`TurnStateError` when the
-    record does not fit (no open turn with that id in this process, a second open turn, …).
+    Get it from :meth:`ChatStore.chat <actors.store.chat_store.ChatStore.chat>`, which hands it
+    its store's ``clock`` (seconds), ``redact`` and ``sync`` (fsync this chat's new records).
+    Methods that record raise :class:`TurnStateError` when the record does not fit (no open turn
+    with that id in this process, a second open turn, …).
     """
 
-    def __init__(self, store: ChatStore, journal: Journal, scope: str, chat_id: str) -> None:
-        self._store = store
+    def __init__(
+        self,
+        journal: Journal,
+        scope: str,
+        chat_id: str,
+        *,
+        clock: Callable[[], float],
+        redact: Redact | None,
+        sync: Callable[[Chat], Awaitable[None]],
+    ) -> None:
+        self._clock = clock
+        self._redact = redact
+        self._sync = sync
         self._journal = journal
         self.scope = scope
         self.id = chat_id
@@ -197,7 +207,7 @@ class Chat:
             raise TurnStateError(f"{kind} record for turn {turn_id!r} in phase {phase}")
         if kind == "begin" and any(t.live for t in self._turns):
             raise TurnStateError(f"chat {self.id!r} already has a turn running")
-        now = max(int(self._store.clock() * 1000), self._last_ms + 1)
+        now = max(int(self._clock() * 1000), self._last_ms + 1)
         if self._journal.size == 0:
             header = {"k": "chat", "v": _JOURNAL_VERSION, "scope": self.scope, "id": self.id}
             self._journal.append({**header, "t": now})
@@ -210,7 +220,7 @@ class Chat:
         return rec
 
     def _text(self, value: str | None) -> str | None:
-        redact = self._store.redact
+        redact = self._redact
         return value if value is None or redact is None else redact(value)
 
     def begin_turn(self, turn_id: str, user_text: str, context: str | None) -> None:
@@ -236,7 +246,7 @@ class Chat:
         self, turn_id: str, call_id: str, name: str, args: dict[str, Any], page_changing: bool
     ) -> None:
         """Record that a tool is about to run (before its first page-changing command)."""
-        redact = self._store.redact
+        redact = self._redact
         args = args if redact is None else _redact_tree(args, redact)
         self._record("call", turn_id, id=call_id, name=name, args=args, page_changing=page_changing)
 
@@ -269,7 +279,7 @@ class Chat:
         """Record the turn's end (``text``: all its assistant text, as in ``chat.done``), then
         fsync the journal on a worker thread. Cancelling the await does not cancel the fsync."""
         self._end(turn_id, outcome, text, code, message, cut=False)
-        await self._store.sync(self)
+        await self._sync(self)
 
     def mark_ended(
         self, turn_id: str, outcome: str, code: str | None = None, message: str | None = None
@@ -316,7 +326,7 @@ class Chat:
         turn = self._by_id.get(turn_id)
         if turn is None or turn.end is None or turn.delivered or self._deleted:
             return
-        now = max(int(self._store.clock() * 1000), self._last_ms + 1)
+        now = max(int(self._clock() * 1000), self._last_ms + 1)
         self._apply(self._journal.append({"k": "delivered", "t": now, "turn": turn_id}))
 
     def mark_undelivered(self, turn_id: str) -> None:
@@ -324,7 +334,7 @@ class Chat:
         turn = self._by_id.get(turn_id)
         if turn is None or turn.end is None or not turn.delivered or self._deleted:
             return
-        now = max(int(self._store.clock() * 1000), self._last_ms + 1)
+        now = max(int(self._clock() * 1000), self._last_ms + 1)
         self._apply(self._journal.append({"k": "undelivered", "t": now, "turn": turn_id}))
 
     def undelivered_end(self) -> TurnOutcome | None:

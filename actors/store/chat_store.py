@@ -57,7 +57,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from actors.store.chat import Chat, ChatInfo, Redact
@@ -116,7 +116,9 @@ class ChatStore:
     """All chats under ``root`` (``BROWY_HOME/sessions``): open, list, history, delete, prune.
 
     ``fsync=False`` skips fsync (tests, benchmarks). ``fsync_fn`` is the seam that performs it
-    (default ``os.fsync``); it always runs on a worker thread. ``clock`` returns seconds.
+    (default ``os.fsync``); it always runs off the loop: on the thread ``run_job`` hands it to
+    (the daemon's :class:`~actors.store.journal_syncer.JournalSyncer`), by default the loop's
+    executor. ``clock`` returns seconds.
     """
 
     def __init__(
@@ -127,6 +129,7 @@ class ChatStore:
         fsync_fn: FsyncFn | None = None,
         redact: Redact | None = None,
         clock: Callable[[], float] = time.time,
+        run_job: Callable[[Callable[[], None]], Awaitable[None]] | None = None,
     ) -> None:
         self.root = root
         self.redact = redact
@@ -135,6 +138,7 @@ class ChatStore:
         self._fsync_fn: FsyncFn = fsync_fn if fsync_fn is not None else os.fsync
         self._chats: dict[Path, Chat] = {}
         self._syncing: set[asyncio.Future[None]] = set()
+        self.run_job = run_job
         self._closed = False
 
     def _path(self, scope: str, chat_id: str) -> Path:
@@ -150,7 +154,9 @@ class ChatStore:
         chat = self._chats.pop(path, None)
         if chat is None:
             journal = Journal(path)
-            chat = Chat(self, journal, scope, chat_id)
+            chat = Chat(
+                journal, scope, chat_id, clock=self.clock, redact=self.redact, sync=self.sync
+            )
             chat._replay(journal.load())
         self._chats[path] = chat  # most recently used last
         self._evict()
@@ -258,7 +264,10 @@ class ChatStore:
         job = chat._journal.sync_job(self._fsync_fn) if self._fsync else None
         if job is None:
             return
-        future = asyncio.get_running_loop().run_in_executor(None, job)
+        if self.run_job is not None:
+            future: asyncio.Future[None] = asyncio.ensure_future(self.run_job(job))
+        else:
+            future = asyncio.get_running_loop().run_in_executor(None, job)
         self._syncing.add(future)
         future.add_done_callback(self._syncing.discard)
         await asyncio.shield(future)

@@ -1,6 +1,9 @@
-"""Browser tools over the pinned tab's ``CdpSession`` (``ctx.cdp``) and ``tab.*`` (``ctx.tabs``).
+"""Every tool in one registry, and what a session may use of it.
 
-Tools registered by :func:`register_browser_tools` (names from protocol.md section 3b):
+The browser tools run over the pinned tab's ``CdpSession`` (``ctx.cdp``) and ``tab.*``
+(``ctx.tabs``).
+
+Browser tools registered by :func:`register_browser_tools` (names from protocol.md section 3b):
 
 - navigation and tabs: ``navigate`` (goto/back/forward/reload, waits for load), ``new_tab``,
   ``list_tabs``, ``switch_tab``, ``close_tab``;
@@ -31,22 +34,38 @@ PDF); what they share is in :mod:`actors.tools.shared` and :mod:`actors.tools.ke
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
 from actors.tools.actions import register_action_tools
 from actors.tools.devtools import register_devtools_tools
 from actors.tools.files import register_file_tools
-from actors.tools.keys import key_events
+from actors.tools.index_tools import register_page_tools
+from actors.tools.inspect_more import register_more_tools
 from actors.tools.navigation import register_navigation_tools
 from actors.tools.reading import register_reading_tools
-from actors.tools.registry import Registry
-from actors.tools.shared import JS_RESULT_LIMIT, check_url
+from actors.tools.registry import ApprovalMode, Registry, ToolPolicy
+from actors.tools.user_tools import SKILLS_DIR, V2_ONLY_TOOLS, register_user_tools
 
 __all__ = [
-    "JS_RESULT_LIMIT",
-    "check_url",
+    "HOST_SIDE_TOOLS",
+    "ToolCatalog",
+    "ToolSettings",
+    "build_registry",
     "default_registry",
-    "key_events",
     "register_browser_tools",
 ]
+
+#: Tools that need no browser: a session without a tab still gets them.
+HOST_SIDE_TOOLS = frozenset(
+    {
+        "save_file", "read_file", "list_files", "delete_file", "note_set", "note_get",
+        "note_list", "note_delete", "write_file", "grep", "glob", "web_fetch", "bash",
+        "run_script", "await_user", "ask_user", "get_skill",
+    }
+)  # fmt: skip
 
 
 def register_browser_tools(reg: Registry) -> None:
@@ -64,3 +83,64 @@ def default_registry() -> Registry:
     register_browser_tools(reg)
     register_file_tools(reg)
     return reg
+
+
+def build_registry(home: Path) -> Registry:
+    """Every tool: the page snapshot and index tools, the browser tools, files and notes, and
+    ask_user / get_skill (skills from the package and from ``BROWY_HOME/skills``)."""
+    registry = default_registry()
+    register_page_tools(registry)
+    register_user_tools(registry, lambda: [home / "skills", SKILLS_DIR])
+    register_more_tools(registry)
+    return registry
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSettings:
+    """The host's own tool settings (``[tools]`` in config.toml); they may change at run time."""
+
+    allow_host_code: bool = False
+    approval_mode: ApprovalMode = "never"
+    v1_approval_mode: ApprovalMode = "never"
+    disabled_tools: frozenset[str] = frozenset()
+
+
+class ToolCatalog:
+    """The registry read for a session: its policy, the tools offered to its model, and what a
+    tool is. Reads only; the registry does not change once built."""
+
+    def __init__(self, registry: Registry, settings: Callable[[], ToolSettings]) -> None:
+        self.registry = registry
+        self._settings = settings
+
+    def policy(
+        self, disabled: frozenset[str], enabled_host: frozenset[str], protocol: int
+    ) -> ToolPolicy:
+        """The session's toggles plus the host's own config (protocol.md section 3b)."""
+        settings = self._settings()
+        return ToolPolicy(
+            disabled=disabled | settings.disabled_tools,
+            enabled_host_tools=enabled_host,
+            allow_host_code=settings.allow_host_code,
+            approval_mode=settings.approval_mode if protocol >= 2 else settings.v1_approval_mode,
+        )
+
+    def definitions(
+        self, policy: ToolPolicy, *, browser: bool, protocol: int
+    ) -> list[dict[str, Any]]:
+        """The OpenAI ``tools`` entries offered to the model of such a session."""
+
+        def keep(name: str) -> bool:
+            return (browser or name in HOST_SIDE_TOOLS) and (
+                protocol >= 2 or name not in V2_ONLY_TOOLS
+            )
+
+        return self.registry.definitions(policy, keep)
+
+    def is_host_code(self, name: str) -> bool:
+        tool = self.registry.get(name)
+        return bool(tool and tool.host_code)
+
+    def is_page_changing(self, name: str) -> bool:
+        tool = self.registry.get(name)
+        return bool(tool and tool.page_changing)

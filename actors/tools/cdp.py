@@ -13,15 +13,34 @@ Errors: every failure of ``send`` is a :class:`CdpError` carrying a stable
         WAIT_TIMEOUT      something awaited on the page did not happen in time
         NOT_ALLOWED_URL   the tab shows a page Browy must not drive (protocol.md section 5)
         INTERNAL          CDP answered with an error (``cdp_code`` holds its numeric code)
+
+A call that went through the extension (:mod:`actors.browser.cdp_proxy`) fails with
+:class:`BrowserCallError`, whose ``outcome`` says what the caller may assume about the browser:
+
+- ``"error"``: the call definitely did not happen (an error answer, or it was never sent), or it
+  was a read;
+- ``"unknown"``: a page-changing call was sent but no answer came (deadline, cancel, connection
+  lost). It is reported as such and never sent again (protocol.md section 4,
+  ``chat.tool_result`` outcome ``unknown``; section 5, "No replay").
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from messages.errors import BrowyError, ErrorCode
 
-__all__ = ["CdpError", "CdpSession", "ErrorCode", "is_context_gone"]
+__all__ = [
+    "BrowserCallError",
+    "CdpError",
+    "CdpSession",
+    "ErrorCode",
+    "Outcome",
+    "is_context_gone",
+    "outcome_of",
+]
+
+Outcome = Literal["error", "unknown"]
 
 
 class CdpError(BrowyError):
@@ -50,6 +69,41 @@ class CdpError(BrowyError):
 
     def __repr__(self) -> str:
         return f"CdpError({self.code.value!r}, {self.message!r})"
+
+
+class BrowserCallError(CdpError):
+    """A browser call failed. ``outcome`` is ``"unknown"`` when a page-changing call was sent and
+    no answer came: the caller must report it as such and must not send it again."""
+
+    def __init__(
+        self, code: ErrorCode | str, message: str = "", *, outcome: Outcome = "error"
+    ) -> None:
+        super().__init__(code, message)
+        self.outcome: Outcome = outcome
+
+    @property
+    def wire_message(self) -> str:
+        if self.code is ErrorCode.CONNECTION_LOST:
+            return "the browser connection was lost"
+        if self.code is ErrorCode.CANCELLED:
+            return "the browser call was cancelled"
+        return super().wire_message
+
+
+def outcome_of(exc: BaseException) -> Outcome:
+    """``"unknown"`` if ``exc`` (or an exception it was raised from) says so, else ``"error"``.
+
+    Tools may wrap a proxy error (e.g. the page tools turn a dead context into STALE_REF), so the
+    ``__cause__``/``__context__`` chain is searched.
+    """
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if getattr(cur, "outcome", None) == "unknown":
+            return "unknown"
+        cur = cur.__cause__ or cur.__context__
+    return "error"
 
 
 class CdpSession(Protocol):

@@ -36,8 +36,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from actors.browser.cdp_proxy import outcome_of
-from actors.tools.cdp import CdpError, CdpSession
+from actors.tools.cdp import CdpError, CdpSession, outcome_of
 from actors.tools.ledger import CallLedger
 from messages.errors import BrowyError, ErrorCode
 
@@ -149,9 +148,11 @@ class ApprovalRequestInfo:
 
 @runtime_checkable
 class EventSource(Protocol):
-    """CDP events of one tab: ``subscribe(callback(method, params)) -> unsubscribe``."""
+    """CDP events of one tab: ``await subscribe(callback(method, params)) -> unsubscribe``."""
 
-    def subscribe(self, callback: Callable[[str, dict[str, Any]], None]) -> Callable[[], None]: ...
+    async def subscribe(
+        self, callback: Callable[[str, dict[str, Any]], None]
+    ) -> Callable[[], None]: ...
 
 
 class TabSession(CdpSession, EventSource, Protocol):

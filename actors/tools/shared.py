@@ -258,7 +258,7 @@ async def tab_monitor(ctx: ToolContext, domain: Literal["Runtime", "Network"]) -
     if mon is None:
         mon = TabMonitor()
         # Subscribe before enabling: Runtime.enable replays stored console messages.
-        mon.unsubscribe = cdp.subscribe(mon.on_event)
+        mon.unsubscribe = await cdp.subscribe(mon.on_event)
         monitors[tab_key(cdp)] = mon
     if domain not in mon.enabled:
         await cdp.send(f"{domain}.enable", timeout=ctx.timeout)

@@ -11,6 +11,7 @@ the fake browsers executed, the faults injected and the chats' journals, and fil
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -22,6 +23,7 @@ from nativehost.chaos.panels import Recorder, TurnRecord
 from nativehost.chaos.report import ChaosOptions, ChaosReport
 from nativehost.demo.model_server import ScriptedModelServer
 from supervisors.supervisor import SupervisionEvent
+from supervisors.trees import AGENT_INTENSITY, LINK_INTENSITY
 
 __all__ = ["FD_SLACK", "RSS_SLACK_BYTES", "InvariantChecks", "PeerLike", "daemon_growth"]
 
@@ -59,20 +61,52 @@ class PeerLike(Protocol):
 RESTART_DEADLINE_S = 5.0
 
 
+def _restarted_children(event: SupervisionEvent) -> bool:
+    """Events of the children that are restarted: the agent's actors and each link's CDPProxy
+    (a Connection, a turn and a link are temporary: their end is not a failure to restart)."""
+    if event.supervisor == "agent":
+        return True
+    return event.supervisor.startswith("link-") and event.child.startswith("cdp-proxy-")
+
+
+def intensity_of(supervisor: str) -> tuple[int, float]:
+    """The restart intensity (max restarts, window) of a supervisor of the daemon's tree."""
+    return LINK_INTENSITY if supervisor.startswith("link-") else AGENT_INTENSITY
+
+
 def check_supervision(
     events: list[SupervisionEvent],
     crashes: list[_Injected],
     *,
-    max_restarts: int,
-    within_s: float,
+    intensity: Callable[[str], tuple[int, float]] = intensity_of,
 ) -> tuple[dict[str, int], list[str]]:
-    """``supervised``: every exit of a supervised child was followed by its restart (or by the
-    supervisor's escalation) within :data:`RESTART_DEADLINE_S`; restarts stayed within the
-    intensity (at most *max_restarts* in any *within_s* window); more exits than that in a
-    window escalated; every injected crash of a supervised actor shows as its exit. Returns the
-    counts by event kind and the problems."""
+    """``supervised``: every exit of a restarted child was followed by its restart (or by its
+    supervisor's escalation) within :data:`RESTART_DEADLINE_S`; each supervisor's restarts
+    stayed within its intensity; more exits than that in a window escalated; every injected
+    crash of a supervised actor shows as its exit. Returns the counts by event kind and the
+    problems."""
     problems: list[str] = []
+    events = [e for e in events if _restarted_children(e) or e.kind == "escalated"]
     counts: dict[str, int] = {k: n for k, n in Counter(e.kind for e in events).items()}
+    for name in sorted({e.supervisor for e in events}):
+        max_restarts, within_s = intensity(name)
+        problems += _check_one(
+            name, [e for e in events if e.supervisor == name], max_restarts, within_s
+        )
+    exits = [e for e in events if e.kind == "exited"]
+    for crash in crashes:
+        if crash.detail == "connection":
+            continue  # a connection is temporary: a crash closes its link
+        if not any(x.child.startswith(crash.detail) and abs(crash.at - x.at) <= 2.0 for x in exits):
+            problems.append(f"supervision: the injected crash of {crash.detail} shows no exit")
+    return counts, problems
+
+
+def _check_one(
+    name: str, events: list[SupervisionEvent], max_restarts: int, within_s: float
+) -> list[str]:
+    """The restart rules for the events of one supervisor."""
+    problems: list[str] = []
     escalations = [e for e in events if e.kind == "escalated"]
     for i, e in enumerate(events):
         if e.kind != "exited":
@@ -83,7 +117,7 @@ def check_supervision(
             if later.at - e.at <= RESTART_DEADLINE_S
         )
         if not answered:
-            problems.append(f"supervision: {e.child} exited and was not restarted in time")
+            problems.append(f"supervision: {name}/{e.child} exited and was not restarted in time")
     for kind in ("restarted", "exited"):
         times = [e.at for e in events if e.kind == kind]
         for j, t in enumerate(times):
@@ -91,18 +125,12 @@ def check_supervision(
             if in_window <= max_restarts:
                 continue
             if kind == "restarted":
-                problems.append(f"supervision: {in_window} restarts within {within_s:g} s")
+                problems.append(f"supervision: {name}: {in_window} restarts within {within_s:g} s")
             elif not any(x.at >= t for x in escalations):
                 problems.append(
-                    f"supervision: {in_window} exits within {within_s:g} s, no escalation"
+                    f"supervision: {name}: {in_window} exits within {within_s:g} s, no escalation"
                 )
-    exits = [e for e in events if e.kind == "exited"]
-    for crash in crashes:
-        if crash.detail == "connection":
-            continue  # connections are not supervised children: a crash closes their link
-        if not any(x.child == crash.detail and abs(crash.at - x.at) <= 2.0 for x in exits):
-            problems.append(f"supervision: the injected crash of {crash.detail} shows no exit")
-    return counts, problems
+    return problems
 
 
 class InvariantChecks:
@@ -117,9 +145,8 @@ class InvariantChecks:
     session_peer: dict[str, tuple[PeerLike, int]]
     model: ScriptedModelServer | None
     model_faults: dict[tuple[int, int], str]
-    #: In-process mode: what the daemon's agent supervisor did, and its restart intensity.
+    #: In-process mode: what the daemon's supervisors did.
     supervision: list[SupervisionEvent] | None = None
-    intensity: tuple[int, float] = (5, 10.0)
 
     # -- the invariants -------------------------------------------------------------------------
 
@@ -180,8 +207,6 @@ class InvariantChecks:
             counts, problems = check_supervision(
                 self.supervision,
                 [i for i in self.injected if i.kind == "actor_crash"],
-                max_restarts=self.intensity[0],
-                within_s=self.intensity[1],
             )
             report.supervision = counts
             report.problems += problems

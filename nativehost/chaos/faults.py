@@ -49,7 +49,7 @@ IN_PROCESS_FAULTS: tuple[str, ...] = (
 )
 PROCESS_FAULTS: tuple[str, ...] = ("relay_kill", "daemon_kill")
 ALL_FAULTS = IN_PROCESS_FAULTS + PROCESS_FAULTS
-ACTOR_TARGETS = ("connection", "session-router", "turn-scheduler")
+ACTOR_TARGETS = ("connection", "session-router", "turn-scheduler", "tool-worker", "cdp-proxy")
 
 
 class FaultyFsync:

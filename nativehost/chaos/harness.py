@@ -99,7 +99,7 @@ from nativehost.chaos.report import INVARIANTS, ChaosOptions, ChaosReport, forma
 from nativehost.config import load_config
 from nativehost.daemon.server import DaemonServer
 from nativehost.demo.model_server import ScriptedModelServer
-from supervisors.agent import AgentHub
+from supervisors.supervisor import SupervisionEvent
 
 __all__ = [
     "ALL_FAULTS",
@@ -132,7 +132,8 @@ class _Run(InvariantChecks):
         self.peers: list[ChaosPeer] = []
         self.session_peer: dict[str, tuple[PeerLike, int]] = {}
         self.server: DaemonServer | None = None
-        self._hubs: list[AgentHub] = []  # every daemon of the run (one, unless one escalated)
+        #: What the daemons' supervisors did (every daemon of the run: one, unless one escalated).
+        self.events: list[SupervisionEvent] = []
         self._stopping = False
         self.daemon_restarts = 0
         self.model: ScriptedModelServer | None = None
@@ -189,9 +190,9 @@ class _Run(InvariantChecks):
             config,
             version="chaos",
             store=ChatStore(sessions_dir(self.home), fsync_fn=self.fsync),
+            observer=self.events.append,
         )
         self.server = server
-        self._hubs.append(server.hub)
         self._serve_task = asyncio.ensure_future(server.serve())
 
     async def _keep_daemon(self) -> None:
@@ -257,13 +258,13 @@ class _Run(InvariantChecks):
     async def _crash_actor(self) -> None:
         assert self.server is not None
         target = self.rng.choice(self.opts.actor_targets)
-        hub = self.server.hub
         ref: Any = None
         if target == "connection":
             refs = self.server.connection_refs()
             ref = self.rng.choice(refs) if refs else None
         else:
-            ref = hub.actor_refs().get(target)
+            named = [r for n, r in self.server.actor_refs().items() if n.startswith(target)]
+            ref = self.rng.choice(named) if named else None
         if ref is None or not ref.is_alive:
             return
         with contextlib.suppress(Exception):
@@ -312,10 +313,7 @@ class _Run(InvariantChecks):
             report.fds = (warm[0], end[0])
             report.rss = (warm[1], end[1])
             report.harness = (warm[2], end[2])
-            self.supervision = [e for hub in self._hubs for e in hub.supervision]
-            first = self._hubs[0]._sup if self._hubs else None
-            if first is not None:
-                self.intensity = (first.intensity.max_restarts, first.intensity.within_seconds)
+            self.supervision = list(self.events)
         finally:
             self._stopping = True
             if keeper is not None:

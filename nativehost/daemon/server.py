@@ -8,8 +8,10 @@
 - Handshake: the highest common link version, else ``LinkRefused(PROTOCOL_MISMATCH)``. A relay
   newer than this daemon makes it exit once idle, so the relay's next attempt starts a current
   daemon (the version-skew rule of protocol.md section 6).
-- One :class:`actors.agent.connection.Connection` actor per relay link; ``cli`` links are answered
-  with control operations (``status``, ``shutdown``).
+- The daemon's supervision tree (:class:`supervisors.trees.DaemonTree`): the Logger, the journal's
+  syncer, the agent, the links (one supervisor per link: its CDPProxy and its Connection) and the
+  Listener that owns the socket. ``cli`` links also get control operations (``status``,
+  ``tree``, ``shutdown``).
 - Exits when no link has been open for ``idle_exit_seconds`` (0: never), or on SIGTERM/SIGINT:
   the listener closes first, then every connection is stopped (failing what it holds).
 """
@@ -25,15 +27,23 @@ import os
 import secrets
 import signal
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from actors.agent.connection import Connection, ConnectionInfo, Inbound
+from actors.agent.agent import build_agent
+from actors.agent.agent_config import AgentSettings
+from actors.agent.connection import Connection, Inbound
+from actors.browser.cdp_proxy import CDPProxy, Subscriptions
 from actors.link.link_stream import LinkBroken, LinkStream, peer_uid
+from actors.link.link_writer import ConnectionInfo, LinkWriter
+from actors.link.listener import Listener
 from actors.model.openai_gateway import ModelSettings
-from actors.runtime.actor import ActorRef, Ref, spawn
+from actors.runtime.actor import ActorError, ActorRef, Ref
+from actors.runtime.live_ref import LiveRef
+from actors.runtime.logger import LogSink
 from actors.store.chat_store import ChatStore
 from messages.errors import ErrorCode
 from messages.link import (
@@ -49,7 +59,8 @@ from nativehost.config import Config, load_config
 from nativehost.daemon.settings import HostSettings
 from nativehost.home import ensure_private_dir, run_dir, socket_path
 from nativehost.link import tcp_endpoint_path
-from supervisors.agent import AgentHub, AgentSettings
+from supervisors.supervisor import SupervisionEvent, Supervisor
+from supervisors.trees import AgentActors, DaemonTree, TurnsSupervisor, link_tree
 
 __all__ = ["DaemonServer", "model_settings"]
 
@@ -97,27 +108,56 @@ def agent_settings(home: Path, config: Config, version: str) -> AgentSettings:
 
 class DaemonServer:
     def __init__(
-        self, home: Path, config: Config, *, version: str, store: ChatStore | None = None
+        self,
+        home: Path,
+        config: Config,
+        *,
+        version: str,
+        store: ChatStore | None = None,
+        log_sink: LogSink | None = None,
+        observer: Callable[[SupervisionEvent], None] | None = None,
     ) -> None:
         self.home = home
         self.config = config
         self.version = version
         self._ids = itertools.count(1)
-        self._links: dict[int, tuple[ConnectionInfo, ActorRef[Inbound] | None]] = {}
+        self._links: dict[int, tuple[ConnectionInfo, Supervisor | None]] = {}
         self._stop = asyncio.Event()
         self._activity = asyncio.Event()
         self._exit_when_idle = False
         self._started = time.monotonic()
         self._token = secrets.token_urlsafe(32)
-        self._server: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[None]] = set()
-        self.hub = AgentHub(
+        self._observer = observer
+        chat_store = store or ChatStore(home / "sessions")
+        turns = TurnsSupervisor(observer)
+        self.agent = agent = build_agent(
             agent_settings(home, config, version),
-            store=store,
+            store=chat_store,
+            start_turn=turns.start_turn,
             services=HostSettings(home),
             reload_settings=self._reload,
         )
-        self.hub.services = HostSettings(home, tuple(self.hub.tools.registry.names()))
+        agent.config.services = HostSettings(home, tuple(agent.catalog.registry.names()))
+
+        def set_sync(run_job: Callable[[Callable[[], None]], Awaitable[None]]) -> None:
+            chat_store.run_job = run_job
+
+        self.tree = DaemonTree(
+            agent=AgentActors(
+                factories=[
+                    ("session-router", agent.new_router),
+                    ("turn-scheduler", agent.new_scheduler),
+                    ("tool-worker", agent.new_worker),
+                ],
+                refs=[agent.router, agent.scheduler, agent.worker],
+            ),
+            turns=turns,
+            listener=self._make_listener,
+            log_sink=log_sink,
+            set_sync=set_sync,
+            observer=observer,
+        )
 
     def _prune(self) -> None:
         """Retention (``[retention]``): drop the chats beyond the newest N and older than D days.
@@ -126,7 +166,7 @@ class DaemonServer:
         if retention.max_chats <= 0 and retention.max_age_days <= 0:
             return
         try:
-            dropped = self.hub.store.prune(
+            dropped = self.agent.store.prune(
                 max_chats=retention.max_chats or 1_000_000,
                 max_age_days=retention.max_age_days or 36_500,
             )
@@ -138,7 +178,27 @@ class DaemonServer:
 
     def connection_refs(self) -> list[Ref[Inbound]]:
         """The live connections' actor refs (for the fault-injection harness)."""
-        return [ref for _, ref in self._links.values() if ref is not None]
+        refs: list[Ref[Inbound]] = []
+        for info, sup in list(self._links.values()):
+            if sup is not None:
+                with contextlib.suppress(LookupError):
+                    refs.append(sup.ref(f"connection-{info.link_id}"))
+        return refs
+
+    def actor_refs(self) -> dict[str, Ref[Any]]:
+        """The running incarnation of each agent actor and each link's CDPProxy, by name (for
+        the fault harness); one in the middle of a restart is left out."""
+        refs: dict[str, Ref[Any]] = {}
+        agent = self.agent
+        for live in (agent.router, agent.scheduler, agent.worker):
+            with contextlib.suppress(LookupError):
+                refs[live.name] = live.now()
+        for info, sup in list(self._links.values()):
+            if sup is not None:
+                with contextlib.suppress(LookupError):
+                    name = f"cdp-proxy-{info.link_id}"
+                    refs[name] = sup.ref(name)
+        return refs
 
     def _reload(self) -> AgentSettings:
         """Read config.toml again (after the options page saved it) with this process's env."""
@@ -153,54 +213,46 @@ class DaemonServer:
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._stop.set)
-        await self.hub.start()
+        ensure_private_dir(run_dir(self.home))
+        if self.config.daemon.link_transport != "tcp":
+            ensure_private_dir(socket_path(self.home).parent)
+        await self.tree.root.start()
+        self.agent.open()
         self._prune()
-        self.hub.relay_marks.prune()  # marks of panels that never came back
-        await self._listen()
+        self.agent.relay_marks.prune()  # marks of panels that never came back
         log.info("browyd %s pid %d serving %s", self.version, os.getpid(), self.home)
         idle = asyncio.ensure_future(self._idle_watch())
         stopped = asyncio.ensure_future(self._stop.wait())
-        agent = asyncio.ensure_future(self.hub.wait_stopped())
+        tree = asyncio.ensure_future(self.tree.root.wait_stopped())
         code = 0
         try:
-            await asyncio.wait({stopped, agent}, return_when=asyncio.FIRST_COMPLETED)
-            if agent.done():
-                # The agent's supervisor gave up (more restarts than its intensity allows): fail
-                # upward — the daemon exits and the relays start a fresh one (section 6).
-                log.error("the agent supervision tree stopped: %r; exiting", agent.exception())
+            await asyncio.wait({stopped, tree}, return_when=asyncio.FIRST_COMPLETED)
+            if tree.done():
+                # A subtree gave up (more restarts than its intensity allows): fail upward —
+                # the daemon exits and the relays start a fresh one (section 6).
+                log.error("the supervision tree stopped: %r; exiting", tree.exception())
                 code = 1
         finally:
             idle.cancel()
             stopped.cancel()
-            agent.cancel()
+            tree.cancel()
             with contextlib.suppress(BaseException):
-                await agent
+                await tree
             await self._shutdown()
         return code
 
-    async def _listen(self) -> None:
-        ensure_private_dir(run_dir(self.home))
+    def _make_listener(self) -> Listener:
         if self.config.daemon.link_transport == "tcp":
-            self._server = await asyncio.start_server(self._on_client, "127.0.0.1", 0)
-            port = self._server.sockets[0].getsockname()[1]
-            endpoint = tcp_endpoint_path(self.home)
-            tmp = endpoint.with_suffix(".tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(orjson.dumps({"port": port, "token": self._token, "pid": os.getpid()}))
-            os.replace(tmp, endpoint)
-            return
-        path = socket_path(self.home)
-        ensure_private_dir(path.parent)
-        # We hold the daemon lock, so a socket file left here is a dead daemon's.
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-        old_umask = os.umask(0o177)
-        try:
-            self._server = await asyncio.start_unix_server(self._on_client, str(path))
-        finally:
-            os.umask(old_umask)
-        os.chmod(path, 0o600)
+            return Listener(self._on_client, on_tcp_bound=self._write_endpoint)
+        return Listener(self._on_client, socket_path=socket_path(self.home))
+
+    def _write_endpoint(self, port: int) -> None:
+        endpoint = tcp_endpoint_path(self.home)
+        tmp = endpoint.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(orjson.dumps({"port": port, "token": self._token, "pid": os.getpid()}))
+        os.replace(tmp, endpoint)
 
     async def _idle_watch(self) -> None:
         limit = self.config.daemon.idle_exit_seconds
@@ -220,28 +272,20 @@ class DaemonServer:
                     return
 
     async def _shutdown(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for info, ref in list(self._links.values()):
-            if ref is not None:
-                with contextlib.suppress(Exception):
-                    await ref.stop(timeout=2.0)
-            log.info("link %d closed by shutdown", info.link_id)
+        # The tree stops in reverse start order: the listener (no new links), the links (each
+        # connection fails what it holds), the agent (every turn ends), the journal, the logger.
         with contextlib.suppress(Exception):
-            await self.hub.stop()
+            await self.tree.root.stop(timeout=15.0)
+        with contextlib.suppress(Exception):
+            await self.agent.close()
         for task in list(self._handlers):
             task.cancel()
         for task in list(self._handlers):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        if self._server is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2.0)
-        with contextlib.suppress(OSError):
-            if self.config.daemon.link_transport == "tcp":
+        if self.config.daemon.link_transport == "tcp":
+            with contextlib.suppress(OSError):
                 tcp_endpoint_path(self.home).unlink()
-            else:
-                socket_path(self.home).unlink()
 
     # -- links ------------------------------------------------------------------------------------
 
@@ -301,8 +345,8 @@ class DaemonServer:
         info = ConnectionInfo(link_id=link_id, role=hello.role, origin=hello.origin)
         await self._serve_messages(info, stream)
 
-    def _track(self, info: ConnectionInfo, ref: ActorRef[Inbound] | None) -> None:
-        self._links[info.link_id] = (info, ref)
+    def _track(self, info: ConnectionInfo, sup: Supervisor | None) -> None:
+        self._links[info.link_id] = (info, sup)
         self._activity.set()
 
     def _untrack(self, info: ConnectionInfo) -> None:
@@ -315,13 +359,32 @@ class DaemonServer:
         A ``relay`` link carries a browser; a ``cli``/``mcp`` link carries a local client whose
         sessions may drive a connected browser when the config allows it (protocol.md section 6).
         """
-        conn = Connection(info=info, stream=stream, server_version=self.version, hub=self.hub)
-        ref = await spawn(conn, name=f"connection-{info.link_id}")
-        # A connection that dies (a crash) ends its link at once: the relay sees the drop,
-        # ends its panels' open turns and reconnects, and the kept ends reach the panels when
-        # they register again. A link left open would leave them waiting (protocol.md 6).
-        ref.add_done_callback(lambda _outcome: stream.close())
-        self._track(info, ref)
+        writer = LinkWriter(info, stream)
+        subscriptions = Subscriptions()
+        sup = link_tree(
+            info.link_id,
+            proxy=lambda: CDPProxy(info=info, writer=writer, subscriptions=subscriptions),
+            connection=lambda proxy: Connection(
+                info=info,
+                writer=writer,
+                proxy=proxy,
+                server_version=self.version,
+                front=self.agent.front,
+                model_id=lambda: self.agent.models.model_id,
+            ),
+            observer=self._observer,
+        )
+        await self.tree.open_link(sup)
+        connection: LiveRef[Inbound] = LiveRef(f"connection-{info.link_id}").bind(sup)
+        # A connection that dies (a crash), or a link supervisor that gives up, ends its link at
+        # once: the relay sees the drop, ends its panels' open turns and reconnects, and the
+        # kept ends reach the panels when they register again (protocol.md 6).
+        first = connection.now()
+        if isinstance(first, ActorRef):
+            first.add_done_callback(lambda _outcome: stream.close())
+        watcher = asyncio.ensure_future(sup.wait_stopped())
+        watcher.add_done_callback(lambda _task: stream.close())
+        self._track(info, sup)
         log.info("link %d: %s for %s", info.link_id, info.role, info.origin or "a local client")
         try:
             while True:
@@ -329,20 +392,23 @@ class DaemonServer:
                 if env is None:
                     break
                 if isinstance(env, LinkData):
-                    await ref.tell(Inbound(payload=env.payload))
+                    try:
+                        await connection.tell(Inbound(payload=env.payload))
+                    except (ActorError, LookupError):
+                        break  # the connection is gone: its link ends
                 elif isinstance(env, LinkControl):
                     await self._on_control(info, stream, env)
         finally:
             self._untrack(info)
-            with contextlib.suppress(Exception):
-                await ref.stop(timeout=2.0)
+            watcher.cancel()
+            await self.tree.close_link(sup.name)
             log.info("link %d: closed", info.link_id)
 
     async def _on_control(self, info: ConnectionInfo, stream: LinkStream, env: LinkControl) -> None:
         if env.op == "turns_ended" and info.role == "relay":
             sessions = env.args.get("sessions", [])
             if isinstance(sessions, list):
-                self.hub.turns_ended_by_relay([s for s in sessions if isinstance(s, str)])
+                self.agent.ends.turns_ended_by_relay([s for s in sessions if isinstance(s, str)])
             return
         if info.role == "relay":
             log.warning("link %d: ignored control %r from a relay", info.link_id, env.op)
@@ -359,7 +425,7 @@ class DaemonServer:
                 "uptime_s": round(time.monotonic() - self._started, 1),
                 "links": len(relays),
                 "clients": len(self._links) - len(relays),
-                "sessions": self.hub.table.count(),
+                "sessions": self.agent.table.count(),
             }
         if op == "shutdown":
             self._stop.set()

@@ -22,6 +22,10 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from actors.runtime.logger import LogSink
 
 __all__ = ["main", "protect_stdout"]
 
@@ -60,13 +64,13 @@ def _write_error_and_exit(out_fd: int, code: str, message: str) -> int:
     return 1
 
 
-async def _serve(home: Path, origin: str, out_fd: int) -> int:
+async def _serve(home: Path, origin: str, out_fd: int, log_sink: LogSink | None = None) -> int:
     """Run the relay's supervision tree until Chrome closes the port or the link gives up.
 
-    Tree (one_for_one): the StdioFramer (temporary: a broken native stream cannot be resumed, so
-    its end ends the relay) and the Uplink (permanent: restarted with backoff after a crash; the
-    RelayCore outlives it). More restarts than the intensity allows ends the relay, and the
-    extension's own reconnect starts a fresh one.
+    The tree (:func:`supervisors.trees.relay_tree`): the Logger, the StdioFramer (temporary: a
+    broken native stream cannot be resumed, so its end ends the relay) and the Uplink (permanent:
+    restarted with backoff after a crash; the RelayCore outlives it). More restarts than the
+    intensity allows ends the relay, and the extension's own reconnect starts a fresh one.
     """
     from actors.link.link_stream import LinkStream
     from actors.relay.relay_core import RelayCore
@@ -75,8 +79,9 @@ async def _serve(home: Path, origin: str, out_fd: int) -> int:
     from actors.relay.uplink import ExtensionClosed, FromExtension, Uplink, UplinkMsg
     from actors.runtime.actor import ActorError, Ref
     from nativehost.link import open_link
-    from supervisors.policy import Backoff, RestartIntensity, RestartType, Strategy
-    from supervisors.supervisor import ChildSpec, Supervisor
+    from supervisors.policy import Backoff
+    from supervisors.supervisor import Supervisor
+    from supervisors.trees import relay_tree
 
     done = asyncio.Event()
     exit_code = 0
@@ -136,19 +141,11 @@ async def _serve(home: Path, origin: str, out_fd: int) -> int:
             note_ended=marks.add,
         )
 
-    sup = Supervisor(
-        "relay",
-        [
-            ChildSpec("stdio-framer", start=lambda: framer, restart=RestartType.TEMPORARY),
-            ChildSpec(
-                "uplink",
-                start=make_uplink,
-                restart=RestartType.PERMANENT,
-                backoff=Backoff(initial=0.05, factor=2.0, max_delay=1.0),
-            ),
-        ],
-        strategy=Strategy.ONE_FOR_ONE,
-        intensity=RestartIntensity(5, 10.0),
+    sup = relay_tree(
+        framer=lambda: framer,
+        uplink=make_uplink,
+        log_sink=log_sink,
+        backoff=Backoff(initial=0.05, factor=2.0, max_delay=1.0),
     )
     await sup.start()
     framer.begin_reading()
@@ -202,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     handle = install_logging(ensure_private_dir(log_dir(home)) / "relay.log", rotate=False)
     log.info("relay pid %d for %s", os.getpid(), origin)
     try:
-        return asyncio.run(_serve(home, origin, out_fd))
+        return asyncio.run(_serve(home, origin, out_fd, handle.sink))
     finally:
         handle.close()
 

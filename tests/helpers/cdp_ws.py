@@ -212,5 +212,7 @@ class WsTab:
     ) -> dict[str, Any]:
         return await self.ws.send(method, params, page_changing=page_changing, timeout=timeout)
 
-    def subscribe(self, callback: Callable[[str, dict[str, Any]], None]) -> Callable[[], None]:
+    async def subscribe(
+        self, callback: Callable[[str, dict[str, Any]], None]
+    ) -> Callable[[], None]:
         return self.ws.subscribe(callback)

@@ -4,7 +4,6 @@ server over real HTTP through the real openai client (protocol.md sections 2-4, 
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
 import threading
 from pathlib import Path
@@ -385,7 +384,7 @@ async def test_the_options_page_reads_and_saves_settings_all_or_nothing(home: Pa
         result, _ = await peer.until("config.result")
         assert result["values"]["tools.approval_mode"] == "always"
         assert h.server is not None
-        assert h.server.hub.tools.approval_mode == "always"  # applied to new turns
+        assert h.server.agent.config.tools.approval_mode == "always"  # applied to new turns
 
 
 async def test_doctor_runs_from_the_options_page(home: Path) -> None:
@@ -404,13 +403,13 @@ async def test_a_scheduler_that_keeps_crashing_takes_the_daemon_down_instead_of_
 ) -> None:
     async with DaemonHarness(home, []) as h:
         assert h.server is not None
-        hub = h.server.hub
         for _ in range(6):  # one more than the intensity allows (5 in 10 s)
-            ref = hub.actor_refs()["turn-scheduler"]
+            ref = h.server.actor_refs()["turn-scheduler"]
             await ref.stop()
             if _ < 5:
-                assert hub._sup is not None
-                await hub._sup.wait_child("turn-scheduler", after=ref, timeout=5)
+                agent = h.server.tree.agent_sup
+                assert agent is not None
+                await agent.wait_child("turn-scheduler", after=ref, timeout=5)
         assert h._task is not None
         async with asyncio.timeout(10):
             assert await asyncio.shield(h._task) == 1  # the daemon exits: relays start anew
@@ -481,7 +480,7 @@ async def test_text_typed_into_a_secret_field_is_never_echoed_to_the_panel_or_th
 
 
 def test_secret_fields_are_found_in_a_snapshot() -> None:
-    from actors.browser.tool_runner import _secret_lines
+    from actors.tools.pinned_tab import _secret_lines
 
     text = (
         '# page "Login" https://x/\n'
@@ -556,7 +555,7 @@ async def test_an_end_that_never_reached_its_panel_survives_a_daemon_restart(hom
             await h.model.client_disconnected.wait()
         assert h.server is not None
         async with asyncio.timeout(5):
-            while not h.server.hub._undelivered:
+            while not h.server.agent.ends.undelivered:
                 await asyncio.sleep(0.01)
         await h.stop_daemon()  # the daemon goes too, before the panel is back
         await h.start_daemon()
@@ -573,20 +572,6 @@ async def test_an_end_that_never_reached_its_panel_survives_a_daemon_restart(hom
         end, _, seen = await peer3.turn_end("sp-1")
         assert end["text"] == "next"
         assert not [m for m in seen if m["type"] == "chat.error"]
-
-
-async def test_tab_locks_are_shared_while_held_and_not_kept_after(home: Path) -> None:
-    async with DaemonHarness(home, []) as h:
-        assert h.server is not None
-        hub = h.server.hub
-        lock = hub.tab_lock(1, 7)
-        assert hub.tab_lock(1, 7) is lock and hub.tab_lock(1, 8) is not lock
-        async with lock:
-            assert hub.tab_lock(1, 7).locked()  # a second action on the tab waits for it
-        del lock
-        gc.collect()
-        # A long-running daemon opens many tabs: their locks do not pile up.
-        assert len(hub._tab_locks) == 0
 
 
 async def test_a_turn_stopped_while_its_end_is_journaled_still_sends_exactly_one_end(
@@ -609,7 +594,7 @@ async def test_a_turn_stopped_while_its_end_is_journaled_still_sends_exactly_one
         await peer.start("sp-1")
         await peer.send({"type": "chat.send", "sessionId": "sp-1", "text": "go", "turnId": "t-1"})
         assert await asyncio.to_thread(entered.wait, 5)  # the turn is journaling its end
-        await h.server.hub.actor_refs()["turn-scheduler"].stop()  # it cancels its turns
+        await h.server.actor_refs()["turn-scheduler"].stop()  # it cancels its turns
         gate.set()
         end, status, _ = await peer.turn_end("sp-1", timeout=5.0)
         assert (end["type"], end.get("turnId"), end.get("text")) == (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from actors.agent.session_router import LinkFacts, RegisterOutcome, RouteTable
+from actors.agent.route_table import LinkFacts, RegisterOutcome, RouteTable
 
 
 def link(link_id: int, *, install: str | None = None, origin: str = "o1", protocol: int = 2):  # type: ignore[no-untyped-def]

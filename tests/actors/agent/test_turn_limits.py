@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.agent.turn import split_delta, trim_args
+from actors.agent.wire_shapes import split_delta, trim_args
 from messages.codec import MAX_OUTBOUND_FRAME
 from messages.wire import dump_outbound
 from messages.wire_outbound import ChatDelta, ChatToolCall

@@ -9,16 +9,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from actors.agent.turn_scheduler import (
-    Queued,
-    Refused,
-    Start,
-    SubmitTurn,
-    TurnEnded,
-    TurnQueue,
-    TurnScheduler,
-    TurnTicket,
-)
+from actors.agent.turn_queue import Queued, Refused, Start, TurnQueue, TurnTicket
+from actors.agent.turn_scheduler import SubmitTurn, TurnBoard, TurnEnded, TurnScheduler
 from actors.runtime.actor import spawn
 from messages.errors import ErrorCode
 
@@ -127,6 +119,7 @@ async def line(position_interval: float) -> AsyncIterator[Line]:
         result.arrived.set()
 
     scheduler = TurnScheduler(
+        board=TurnBoard(),
         launch=launch,
         end_queued=end_queued,
         notify_queued=notify,

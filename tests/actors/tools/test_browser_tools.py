@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from actors.tools.catalog import default_registry, key_events
+from actors.tools.catalog import default_registry
 from actors.tools.files import FileSandbox
+from actors.tools.keys import key_events
 from actors.tools.registry import Registry, ToolContext, ToolError
 from messages.errors import ErrorCode
 from tests.helpers.cdp_ws import CdpWsSession, WsTab

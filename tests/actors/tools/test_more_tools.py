@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from actors.browser.tool_runner import build_registry
+from actors.tools.catalog import build_registry
 from actors.tools.files import FileSandbox
 from actors.tools.page import PageTools
 from actors.tools.registry import Registry, ToolContext, ToolPolicy

@@ -31,10 +31,11 @@ from typing import Any, TypeVar, cast
 
 import pytest
 
-from actors.browser.tool_runner import TurnBrowser, build_registry
+from actors.tools.catalog import build_registry
 from actors.tools.cdp import CdpError, ErrorCode
 from actors.tools.files import FileSandbox
 from actors.tools.page import ActionResult, PageTools, Snapshot
+from actors.tools.pinned_tab import TurnBrowser
 from actors.tools.registry import Registry, ToolContext, ToolOutcome
 from tests.helpers.cdp_ws import CdpWsSession
 from tests.helpers.chromium import Chromium, PageServer, chromium_available
@@ -80,7 +81,7 @@ class WsBrowser(TurnBrowser):
 
     def __init__(self, ws: CdpWsSession) -> None:
         super().__init__(
-            proxy=cast(Any, None), session_id="s", owner_id="o", tab_id=1, window_id=None
+            tabs=cast(Any, None), session_id="s", owner_id="o", tab_id=1, window_id=None
         )
         self.ws = ws
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from actors.browser.cdp_proxy import BrowserCallError
 from actors.tools.catalog import default_registry
+from actors.tools.cdp import BrowserCallError
 from actors.tools.ledger import AlreadySent, CallLedger
 from actors.tools.registry import (
     ApprovalRequestInfo,

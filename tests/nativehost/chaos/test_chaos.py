@@ -111,27 +111,48 @@ def test_supervisors_restarted_every_crashed_actor_within_their_bounds(
     assert report.supervision.get("escalated", 0) == 0  # spaced crashes never exceed 5 in 10 s
 
 
-def ev(child: str, kind: str, at: float) -> SupervisionEvent:
-    return SupervisionEvent(supervisor="agent", child=child, kind=kind, at=at)  # type: ignore[arg-type]
+def ev(child: str, kind: str, at: float, sup: str = "agent") -> SupervisionEvent:
+    return SupervisionEvent(supervisor=sup, child=child, kind=kind, at=at)  # type: ignore[arg-type]
 
 
 def test_the_supervision_check_wants_a_restart_after_each_exit_within_the_intensity() -> None:
+    five = lambda _name: (5, 10.0)  # noqa: E731 - every supervisor: 5 restarts in 10 s
     ok = [ev("router", "exited", 1.0), ev("router", "restarted", 1.1)]
     crash = _Injected("actor_crash", 1.05, "router")
-    assert check_supervision(ok, [crash], max_restarts=5, within_s=10.0) == (
+    assert check_supervision(ok, [crash], intensity=five) == (
         {"exited": 1, "restarted": 1},
         [],
     )
-    _, lost = check_supervision(ok[:1], [], max_restarts=5, within_s=10.0)
-    assert lost == ["supervision: router exited and was not restarted in time"]
+    _, lost = check_supervision(ok[:1], [], intensity=five)
+    assert lost == ["supervision: agent/router exited and was not restarted in time"]
     many = [e for n in range(6) for e in (ev("router", "exited", n), ev("router", "restarted", n))]
-    _, over = check_supervision(many, [], max_restarts=5, within_s=10.0)
-    assert "supervision: 6 restarts within 10 s" in over
-    assert "supervision: 6 exits within 10 s, no escalation" in over
+    _, over = check_supervision(many, [], intensity=five)
+    assert "supervision: agent: 6 restarts within 10 s" in over
+    assert "supervision: agent: 6 exits within 10 s, no escalation" in over
     gave_up = [*many[:10], ev("router", "exited", 5.0), ev("router", "escalated", 5.0)]
-    assert check_supervision(gave_up, [], max_restarts=5, within_s=10.0)[1] == []
-    _, unseen = check_supervision([], [crash], max_restarts=5, within_s=10.0)
+    assert check_supervision(gave_up, [], intensity=five)[1] == []
+    _, unseen = check_supervision([], [crash], intensity=five)
     assert unseen == ["supervision: the injected crash of router shows no exit"]
+
+
+def test_the_supervision_check_judges_each_supervisor_by_its_own_intensity() -> None:
+    # A link's CDPProxy may restart 3 times in 5 s; the agent's actors 5 in 10 s. A connection
+    # (temporary: its end closes the link) is not expected to restart.
+    proxy = [
+        e
+        for n in range(3)
+        for e in (
+            ev("cdp-proxy-1", "exited", n, sup="link-1"),
+            ev("cdp-proxy-1", "restarted", n, sup="link-1"),
+        )
+    ]
+    conn = [ev("connection-1", "exited", 0.5, sup="link-1")]
+    assert check_supervision([*proxy, *conn], [])[1] == []
+    fourth = [*proxy, ev("cdp-proxy-1", "exited", 3.5, sup="link-1")]
+    assert check_supervision(fourth, [])[1] == [
+        "supervision: link-1/cdp-proxy-1 exited and was not restarted in time",
+        "supervision: link-1: 4 exits within 5 s, no escalation",
+    ]
 
 
 def test_the_report_has_json_and_a_table(report: ChaosReport) -> None:

@@ -1,18 +1,18 @@
 """Turning a ``chat.send`` into a running turn: the ticket, the scheduler, the ``turns`` supervisor.
 
-The agent hub's TurnScheduler (:mod:`actors.agent.turn_scheduler`) decides when a turn may run; the
-:class:`TurnLauncher` builds it and is what it calls back:
+The TurnScheduler (:mod:`actors.agent.turn_scheduler`) decides when a turn may run; the
+:class:`TurnLauncher` builds the ticket and is what the scheduler calls back:
 
 - **chat_send** checks the session, answers a resent v2 ``turnId`` with its stored end
   (:func:`actors.agent.end_delivery.replay_outcome`), and submits a ticket (``chat.queued`` if it
-  waits);
+  waits); **chat_cancel** asks the scheduler to stop the session's turn;
 - **launch** starts the turn as a temporary task child of the ``turns`` supervisor
-  (:func:`actors.agent.turn.run_turn`, which sends the turn's one end);
+  (:func:`actors.agent.turn.run_turn`, which sends the turn's one end) — through ``start_turn``,
+  handed in at construction by whoever builds the tree (:mod:`supervisors.trees`);
 - **end_queued** ends a turn that never started (cancelled, or its connection lost);
 - **notify_queued** tells the panel the turn's new place in the queue.
 
-One instance per daemon, owned by the hub (:class:`supervisors.agent.AgentHub`), which keeps the
-scheduler and the ``turns`` supervisor in its own tree.
+One instance per daemon (:func:`actors.agent.agent.build_agent`).
 """
 
 from __future__ import annotations
@@ -20,88 +20,83 @@ from __future__ import annotations
 import asyncio
 import collections
 import secrets
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 from actors.agent.agent_config import AgentSettings
 from actors.agent.end_delivery import replay_outcome
-from actors.agent.session_router import RouteTable
-from actors.agent.turn import TurnHost, TurnRequest, run_turn
+from actors.agent.links import LinkHandle, Links, Outbox
+from actors.agent.route_table import RouteTable
+from actors.agent.turn import TurnDeps, TurnRequest, run_turn
+from actors.agent.turn_queue import CancelReason, Queued, Refused, TurnTicket
 from actors.agent.turn_scheduler import (
-    CancelReason,
-    Queued,
-    Refused,
+    CancelTurns,
+    SchedulerMsg,
     SubmitTurn,
+    TurnBoard,
     TurnScheduler,
-    TurnTicket,
 )
 from actors.runtime.actor import ActorError
+from actors.runtime.live_ref import LiveRef
+from actors.store.chat_store import ChatStore
 from messages.errors import ErrorCode
 from messages.wire_inbound import ChatSend
 from messages.wire_outbound import ChatDone, ChatQueued, EventActivity
-from supervisors.policy import RestartType, Strategy
-from supervisors.supervisor import ChildSpec, Supervisor, TaskChild
 
-if TYPE_CHECKING:
-    from actors.agent.connection import Connection
+#: Starts ``run`` as a temporary task child named ``name``; returns its task.
+StartTurn = Callable[
+    [str, Callable[[], Coroutine[Any, Any, None]]], Awaitable["asyncio.Task[None]"]
+]
+#: How long a submit waits for the scheduler's decision.
+SUBMIT_TIMEOUT_S = 5.0
 
-__all__ = ["TurnLauncher"]
+__all__ = ["StartTurn", "TurnLauncher"]
 
 
 class TurnLauncher:
     def __init__(
         self,
         *,
-        host: TurnHost,
         table: RouteTable,
-        connections: dict[int, Connection],
+        links: Links,
+        outbox: Outbox,
+        store: ChatStore,
+        board: TurnBoard,
+        scheduler: LiveRef[SchedulerMsg],
         settings: Callable[[], AgentSettings],
-        submit: Callable[[SubmitTurn], Awaitable[Any]],
+        start_turn: StartTurn,
+        deps: Callable[[], TurnDeps],
     ) -> None:
-        self._host = host  # what each turn runs against (the hub)
         self._table = table
-        self._connections = connections
+        self._links = links
+        self._outbox = outbox
+        self._store = store
+        self._board = board
+        self._scheduler = scheduler
         self._settings = settings
-        self._submit = submit  # asks the running scheduler once, never again after a crash
-        self.scheduler: TurnScheduler | None = None
-        self.turns: Supervisor | None = None
+        self._start_turn = start_turn
+        self._deps = deps  # what each turn runs with (built once the agent is)
         self._texts: dict[str, TurnRequest] = {}
         # Turns ended while still queued (recent ones): a failed submit must not end them twice.
         self._ended_queued: collections.deque[str] = collections.deque(maxlen=1024)
 
     def new_scheduler(self) -> TurnScheduler:
-        limit = self._settings().turn_concurrency
-        self.scheduler = TurnScheduler(
+        """A TurnScheduler incarnation (the tree's factory for ``turn-scheduler``)."""
+        settings = self._settings()
+        return TurnScheduler(
+            board=self._board,
             launch=self._launch,
             end_queued=self._end_queued,
             notify_queued=self._notify_queued,
-            limit=limit,
-            same_session=self._settings().same_session,
-        )
-        return self.scheduler
-
-    async def new_turns_supervisor(self) -> Supervisor:
-        turns = Supervisor("turns", [], strategy=Strategy.ONE_FOR_ONE)
-        self.turns = turns
-        return await turns.start()
-
-    def is_running(self, session_id: str) -> bool:
-        """Has *session_id* a turn running or waiting?"""
-        return self.scheduler is not None and any(
-            t.session_id == session_id
-            for t in self.scheduler.queue.running() + self.scheduler.queue.waiting()
+            limit=settings.turn_concurrency,
+            same_session=settings.same_session,
         )
 
-    def cancel_reason(self, turn_id: str) -> CancelReason | None:
-        if self.scheduler is None:
-            return None
-        return self.scheduler.cancel_reasons.get(turn_id)
-
-    async def chat_send(self, conn: Connection, send: ChatSend) -> None:
+    async def chat_send(self, conn: LinkHandle, send: ChatSend) -> None:
         sid = send.session_id
         entry = self._table.lookup(sid)
         if entry is None or entry.link.link_id != conn.info.link_id:
-            await conn.end_turn_with_error(
+            await conn.writer.end_turn_with_error(
                 sid,
                 ErrorCode.UNKNOWN_SESSION,
                 f"session {sid} is not registered on this connection",
@@ -109,15 +104,13 @@ class TurnLauncher:
             return
         turn_id = send.turn_id or f"t-{secrets.token_hex(8)}"
         if send.turn_id:
-            stored = self._host.store.chat(entry.scope, sid).find_turn(send.turn_id)
+            stored = self._store.chat(entry.scope, sid).find_turn(send.turn_id)
             if stored is not None and stored.ended:
                 await replay_outcome(conn, sid, stored)
                 return
             if stored is not None or send.turn_id in self._texts:
                 return  # the same turn is still in flight: its one end will come
-            if self.scheduler is not None and any(
-                t.turn_id == send.turn_id for t in self.scheduler.queue.running()
-            ):
+            if self._board.in_flight(send.turn_id):
                 return
         ticket = TurnTicket(
             turn_id=turn_id, session_id=sid, link_id=conn.info.link_id, protocol=conn.info.protocol
@@ -126,11 +119,13 @@ class TurnLauncher:
         try:
             # Never re-submitted: a submit that met a crash may already have been queued (and
             # ended by the crashed scheduler), so it is ended here only if nobody ended it.
-            decision = await self._submit(SubmitTurn(ticket=ticket))
+            decision = await self._scheduler.ask(
+                SubmitTurn(ticket=ticket), timeout=SUBMIT_TIMEOUT_S
+            )
         except (ActorError, LookupError, TimeoutError):
             self._texts.pop(turn_id, None)
             if turn_id not in self._ended_queued:
-                await conn.end_turn_with_error(
+                await conn.writer.end_turn_with_error(
                     sid,
                     ErrorCode.INTERNAL,
                     "The host could not start this turn; try again.",
@@ -139,36 +134,34 @@ class TurnLauncher:
             return
         if isinstance(decision, Refused):
             self._texts.pop(turn_id, None)
-            await conn.end_turn_with_error(
+            await conn.writer.end_turn_with_error(
                 sid, decision.code, "This chat already has a turn in progress.", send.turn_id
             )
         elif isinstance(decision, Queued) and conn.info.protocol >= 2:
             await conn.send(ChatQueued(session_id=sid, turn_id=turn_id, position=decision.position))
 
+    async def chat_cancel(self, conn: LinkHandle, session_id: str, turn_id: str | None) -> None:
+        entry = self._table.lookup(session_id)
+        if entry is None or entry.link.link_id != conn.link_id:
+            return
+        await self._scheduler.tell_again(
+            CancelTurns(session_id=session_id, turn_id=turn_id, reason=CancelReason.USER)
+        )
+
     async def _launch(self, ticket: TurnTicket) -> asyncio.Task[None]:
         """Start a turn as a temporary task child of the turns supervisor."""
         req = self._texts.pop(ticket.turn_id)
-        assert self.turns is not None
-        child = await self.turns.start_child(
-            ChildSpec(
-                f"turn:{ticket.turn_id}",
-                task=lambda: run_turn(self._host, req),
-                restart=RestartType.TEMPORARY,
-                shutdown_timeout=5.0,
-            )
-        )
-        assert isinstance(child, TaskChild)
-        task: asyncio.Task[None] = child.task  # type: ignore[assignment]
-        return task
+        deps = self._deps()
+        return await self._start_turn(f"turn:{ticket.turn_id}", lambda: run_turn(deps, req))
 
     async def _end_queued(self, ticket: TurnTicket, code: ErrorCode) -> None:
         self._texts.pop(ticket.turn_id, None)
         self._ended_queued.append(ticket.turn_id)
-        conn = self._connections.get(ticket.link_id)
+        conn = self._links.get(ticket.link_id)
         if conn is None:
             return
         if code is ErrorCode.CANCELLED and conn.info.protocol >= 2:
-            await conn.end_turn_with_error(
+            await conn.writer.end_turn_with_error(
                 ticket.session_id, code, "Cancelled before it started.", ticket.turn_id
             )
         elif code is ErrorCode.CANCELLED:
@@ -176,12 +169,12 @@ class TurnLauncher:
             await conn.send(ChatDone(session_id=ticket.session_id, text=""))
             await conn.send(EventActivity(session_id=ticket.session_id, event="status.idle"))
         else:
-            await conn.end_turn_with_error(
+            await conn.writer.end_turn_with_error(
                 ticket.session_id, code, "The connection was lost.", ticket.turn_id
             )
 
     async def _notify_queued(self, ticket: TurnTicket, position: int) -> None:
-        await self._host.emit(
+        await self._outbox.emit(
             ticket.session_id,
             ChatQueued(session_id=ticket.session_id, turn_id=ticket.turn_id, position=position),
         )

@@ -1,0 +1,118 @@
+"""``inspect_page`` and the ``*_index`` tools: the page model as the model uses it.
+
+``inspect_page`` lists the visible interactive elements of the pinned tab, numbered; the index
+tools (``click_index``, ``type_index``, ...) act on those numbers like a user, on the document the
+snapshot came from (else ``STALE_REF``). Names from protocol.md section 3b. Page text reaches the
+model wrapped in ``<untrusted_page_content>`` markers (architecture.md section 5).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from actors.tools.pinned_tab import TurnBrowser
+from actors.tools.registry import Registry, ToolArgs, ToolContext, ToolError, ToolOutput
+from actors.tools.shared import untrusted
+from messages.errors import ErrorCode
+
+__all__ = ["IndexArgs", "InspectArgs", "register_page_tools"]
+
+
+class InspectArgs(ToolArgs):
+    scope: Literal["viewport", "all"] = Field(
+        "viewport", description="viewport: what is on screen (and near it); all: the whole page"
+    )
+    text_filter: str | None = Field(None, description="only elements whose text contains this")
+    offset: int = Field(0, ge=0, description="skip this many entries (paging)")
+    limit: int | None = Field(None, ge=1, le=2000, description="at most this many entries")
+
+
+class IndexArgs(ToolArgs):
+    index: int = Field(..., ge=0, description="the element number from inspect_page")
+
+
+class TypeArgs(IndexArgs):
+    text: str = Field(..., description="what to type")
+    clear: bool = Field(True, description="clear the field first")
+    submit: bool = Field(False, description="press Enter afterwards")
+
+
+class SelectArgs(IndexArgs):
+    value: str = Field(..., description="the option's value or visible label")
+
+
+class CheckArgs(IndexArgs):
+    checked: bool = Field(True, description="the state to set")
+
+
+def _browser(ctx: ToolContext) -> TurnBrowser:
+    browser = ctx.state.get("browser")
+    if not isinstance(browser, TurnBrowser):
+        raise ToolError("this session may not drive tabs", code=ErrorCode.NO_CAPABILITY)
+    return browser
+
+
+def register_page_tools(registry: Registry) -> None:
+    """Add ``inspect_page`` and the ``*_index`` tools (protocol.md section 3b names)."""
+
+    @registry.register(
+        "inspect_page",
+        "List the visible interactive elements of the current tab, numbered, with role, name, "
+        "value and state, plus page stats. Numbers feed click_index, type_index and the other "
+        "*_index tools; they are valid until the page navigates.",
+        InspectArgs,
+        page_changing=False,
+    )
+    async def inspect_page(args: InspectArgs, ctx: ToolContext) -> ToolOutput:
+        snap = await _browser(ctx).snapshot(
+            scope=args.scope, text_filter=args.text_filter, offset=args.offset, limit=args.limit
+        )
+        return ToolOutput(
+            content=untrusted(snap.text),
+            summary=f"{snap.shown} of {snap.count} elements on {snap.title or snap.url}"[:200],
+        )
+
+    def _action(name: str, description: str, params: type[IndexArgs], call: Any) -> None:
+        @registry.register(name, description, params, page_changing=True)
+        async def run(args: Any, ctx: ToolContext) -> ToolOutput:
+            browser = _browser(ctx)
+            result = await call(browser.page(), args, browser.token())
+            text = result.to_text()
+            if result.navigated and not result.same_document and browser.tab_id is not None:
+                # A new document: its element numbers are new (an SPA route change keeps the
+                # document, and the indices of elements that survive it keep working).
+                browser.tokens.pop(browser.tab_id, None)
+            if not result.ok:
+                raise ToolError(text, code=ErrorCode.INTERNAL)
+            return ToolOutput(content=untrusted(text), summary=text.splitlines()[0][:200])
+
+    _action(
+        "click_index", "Click element [index] like a user (scrolls it into view).", IndexArgs,
+        lambda p, a, t: p.click_index(a.index, t),
+    )  # fmt: skip
+    _action(
+        "type_index", "Type text into element [index] (clears it first unless clear=false).",
+        TypeArgs, lambda p, a, t: p.type_index(a.index, t, a.text, clear=a.clear, submit=a.submit),
+    )  # fmt: skip
+    _action(
+        "select_index", "Choose an option of the select element [index] by value or label.",
+        SelectArgs, lambda p, a, t: p.select_index(a.index, t, a.value),
+    )  # fmt: skip
+    _action(
+        "check_index", "Check or uncheck the checkbox [index].", CheckArgs,
+        lambda p, a, t: p.check_index(a.index, t, a.checked),
+    )  # fmt: skip
+    _action(
+        "set_radio_index", "Select the radio button [index].", IndexArgs,
+        lambda p, a, t: p.check_index(a.index, t, True),
+    )  # fmt: skip
+    _action(
+        "clear_index", "Clear the field [index].", IndexArgs,
+        lambda p, a, t: p.clear_index(a.index, t),
+    )  # fmt: skip
+    _action(
+        "focus_index", "Focus element [index].", IndexArgs,
+        lambda p, a, t: p.focus_index(a.index, t),
+    )  # fmt: skip
