@@ -61,7 +61,7 @@ from actors.agent.turn_scheduler import (
 )
 from actors.agent.turn_tools import TurnTools
 from actors.browser.tool_runner import ToolResultView, ToolRunner, TurnBrowser
-from actors.model.openai_gateway import ChatModel
+from actors.model.types import ChatModel
 from actors.relay.relay_marks import RelayMarks
 from actors.runtime.actor import ActorError, Ref
 from actors.store.chat_store import ChatStore

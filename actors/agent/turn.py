@@ -51,7 +51,7 @@ from messages.wire_outbound import (
 
 if TYPE_CHECKING:
     from actors.browser.tool_runner import ToolResultView, TurnBrowser
-    from actors.model.openai_gateway import ChatModel
+    from actors.model.types import ChatModel
     from actors.store.chat_store import ChatStore
 
 

@@ -2,8 +2,8 @@
 
 Reached through the optional ``anthropic`` SDK (``pip install 'browy-host[anthropic]'``) with its
 own retries off (``max_retries=0``): the retry, timeout and error rules are the ones of
-:mod:`actors.model.openai_gateway` (:func:`~actors.model.openai_gateway.run_attempts`,
-:func:`~actors.model.openai_gateway.status_failure`). ``ModelSettings.base_url`` is the API root
+:mod:`actors.model.openai_gateway` (:func:`~actors.model.retry.run_attempts`,
+:func:`~actors.model.retry.status_failure`). ``ModelSettings.base_url`` is the API root
 (``https://api.anthropic.com``); a trailing ``/v1`` is dropped, as the SDK adds it.
 
 The conversation stays in OpenAI chat format (what the store keeps); each request converts it:
@@ -46,8 +46,8 @@ from typing import Any, cast
 
 import anthropic
 
-from actors.model.openai_gateway import (
-    AttemptFailed,
+from actors.model.retry import AttemptFailed, provider_detail, run_attempts, status_failure
+from actors.model.types import (
     AuthState,
     ModelError,
     ModelInfo,
@@ -57,9 +57,6 @@ from actors.model.openai_gateway import (
     ToolCall,
     Usage,
     parse_arguments,
-    provider_detail,
-    run_attempts,
-    status_failure,
 )
 from messages.errors import ErrorCode
 

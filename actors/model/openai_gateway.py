@@ -3,8 +3,9 @@
 Any OpenAI-compatible server is reached through the ``openai`` SDK (its own retries are off:
 ``max_retries=0``, so the rules below are ours). The daemon wraps this module; it is not an actor.
 Anthropic's Messages API is reached by :class:`actors.model.anthropic_gateway.AnthropicGateway`
-(same interface, same rules, the optional ``anthropic`` SDK); :func:`make_gateway` picks by
-``ModelSettings.provider``, and both satisfy the :class:`ChatModel` protocol.
+(same interface, same rules, the optional ``anthropic`` SDK);
+:func:`actors.model.providers.make_gateway` picks by ``ModelSettings.provider``, and both satisfy
+the :class:`~actors.model.types.ChatModel` protocol.
 
 Errors (``ModelError.code``)::
 
@@ -38,11 +39,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import openai
 
-from actors.model.openai_stream import FRAGMENT_FIELDS, ReplyAssembler, parse_arguments
+from actors.model.openai_stream import FRAGMENT_FIELDS, ReplyAssembler
 from actors.model.retry import (
     NEVER_RETRY,
     AttemptFailed,
@@ -60,6 +61,8 @@ from actors.model.types import (
     TextSink,
     ToolCall,
     Usage,
+    is_chat_model,
+    parse_arguments,
 )
 from messages.errors import ErrorCode
 
@@ -68,7 +71,6 @@ __all__ = [
     "NEVER_RETRY",
     "AttemptFailed",
     "AuthState",
-    "ChatModel",
     "ModelError",
     "ModelGateway",
     "ModelInfo",
@@ -77,8 +79,6 @@ __all__ = [
     "TextSink",
     "ToolCall",
     "Usage",
-    "is_chat_model",
-    "make_gateway",
     "parse_arguments",
     "parse_retry_after",
     "provider_detail",
@@ -87,18 +87,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-# Ids of models that do not chat (the provider's models.list mixes them in).
-_NOT_CHAT = (
-    "embed", "whisper", "tts", "dall-e", "davinci-002", "babbage", "moderation", "transcribe",
-    "rerank", "gpt-image", "sora",
-)  # fmt: skip
-
-
-def is_chat_model(model_id: str) -> bool:
-    """Whether a ``models.list`` id names a chat model (embedding, audio, image ids are not)."""
-    lowered = model_id.lower()
-    return not any(word in lowered for word in _NOT_CHAT)
 
 
 class ModelGateway:
@@ -247,49 +235,3 @@ class ModelGateway:
 def _openai_failure(settings: ModelSettings, exc: openai.APIStatusError) -> AttemptFailed:
     headers = {k.lower(): v for k, v in exc.response.headers.items()}
     return status_failure(settings, exc.status_code, headers, exc.body)
-
-
-class ChatModel(Protocol):
-    """What the daemon needs of a gateway; :class:`ModelGateway` and ``AnthropicGateway`` are
-    both one."""
-
-    @property
-    def settings(self) -> ModelSettings: ...
-
-    async def stream_turn(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        *,
-        on_text: TextSink,
-    ) -> ModelReply: ...
-
-    async def list_models(self) -> list[ModelInfo]: ...
-
-    async def check_auth(self) -> AuthState: ...
-
-    async def aclose(self) -> None: ...
-
-
-def make_gateway(settings: ModelSettings) -> ChatModel:
-    """The gateway for ``settings.provider``: :class:`ModelGateway` for ``"openai"``,
-    ``AnthropicGateway`` for ``"anthropic"`` (needs the optional ``anthropic`` SDK:
-    ``pip install 'browy-host[anthropic]'``). Raises :class:`ModelError` otherwise."""
-    if settings.provider == "openai":
-        return ModelGateway(settings)
-    if settings.provider == "anthropic":
-        try:
-            from actors.model.anthropic_gateway import AnthropicGateway
-        except ImportError as exc:
-            log.error("the anthropic provider needs the anthropic SDK: %r", exc)
-            raise ModelError(
-                "MODEL_ERROR",
-                "The Anthropic provider needs the 'anthropic' package. How to fix: install it "
-                "(pip install 'browy-host[anthropic]') and restart Browy.",
-            ) from None
-        return AnthropicGateway(settings)
-    raise ModelError(
-        "MODEL_ERROR",
-        f"Unknown model provider '{settings.provider}' in [model] provider: "
-        "use 'openai' or 'anthropic'.",
-    )

@@ -3,13 +3,11 @@
 :class:`ReplyAssembler` is pure (no I/O): it takes the chunks of an OpenAI-compatible stream one at
 a time and collects the text, the tool calls (their arguments JSON arriving in pieces), the usage,
 the finish reason and the provider-opaque fields, merged as :mod:`actors.model.openai_gateway`'s
-docstring says (:data:`FRAGMENT_FIELDS`). :func:`parse_arguments` is shared with the Anthropic
-gateway.
+docstring says (:data:`FRAGMENT_FIELDS`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,9 +15,9 @@ from typing import Any
 from openai.types.chat import ChatCompletionChunk
 from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 
-from actors.model.types import ModelReply, ToolCall, Usage
+from actors.model.types import ModelReply, ToolCall, Usage, parse_arguments
 
-__all__ = ["FRAGMENT_FIELDS", "ReplyAssembler", "parse_arguments"]
+__all__ = ["FRAGMENT_FIELDS", "ReplyAssembler"]
 
 #: Provider fields streamed as text fragments (concatenated when merging deltas).
 FRAGMENT_FIELDS = frozenset({"reasoning_content", "reasoning", "thinking"})
@@ -111,17 +109,6 @@ class ReplyAssembler:
             finish_reason=self.finish_reason,
             assistant_message=message,
         )
-
-
-def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
-    """A tool call's arguments JSON as ``(object, None)``, or ``(None, why it is not one)``."""
-    try:
-        value = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError as exc:
-        return None, f"the arguments are not valid JSON ({exc.msg} at character {exc.pos})"
-    if isinstance(value, dict):
-        return value, None
-    return None, "the arguments must be a JSON object"
 
 
 def _finish_call(index: int, call: _PartialCall) -> ToolCall:

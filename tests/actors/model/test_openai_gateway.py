@@ -12,9 +12,9 @@ from actors.model.openai_gateway import (
     ModelError,
     ModelGateway,
     Usage,
-    is_chat_model,
     parse_retry_after,
 )
+from actors.model.types import is_chat_model
 from messages.errors import ErrorCode
 from tests.helpers.model_script import (
     disconnect,
