@@ -22,7 +22,7 @@ from actors.agent.model_side import ModelSide
 from actors.agent.session_router import RouteTable
 from actors.agent.turn_scheduler import TurnScheduler
 from actors.browser.tool_runner import ToolRunner
-from actors.model.openai_gateway import ModelSettings
+from actors.model.types import ModelSettings
 from actors.tools.registry import ApprovalMode
 from messages.wire_outbound import ModelsCurrent, ModelsList, SdkReady
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from actors.agent.turn_scheduler import CancelReason, TurnTicket
 from actors.browser.tool_runner import mask_secret_args
-from actors.model.openai_gateway import ModelError
+from actors.model.types import ModelError
 from actors.store.chat_store import TurnStateError
 from messages.errors import BrowyError, ErrorCode, v1_chat_error_code
 from messages.wire_outbound import (

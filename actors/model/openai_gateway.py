@@ -24,14 +24,14 @@ the user has seen. A stream that goes silent is not retried either: the user alr
 Provider-opaque fields (reasoning text, signatures, ``extra_content`` ...) that a provider puts on
 the streamed assistant delta or on a tool call are collected and put back on
 :attr:`ModelReply.assistant_message`, so the next request echoes them exactly. Merging streamed
-pieces: strings of the fields in :data:`FRAGMENT_FIELDS` and lists are concatenated; any other
-value replaces the previous one (``null`` is ignored).
+pieces: strings of the fields in :data:`~actors.model.openai_stream.FRAGMENT_FIELDS` and lists are
+concatenated; any other value replaces the previous one (``null`` is ignored).
 
 ``ModelError.message`` is safe to show; internal exception text goes to the log only.
 
-Layout: the settings, reply types and :class:`ModelError` are in :mod:`actors.model.types`, the
-stream accumulation in :mod:`actors.model.openai_stream`, the retry and HTTP-error rules shared with
-the Anthropic gateway in :mod:`actors.model.retry`; this module re-exports their public names.
+Layout: the settings, reply types and :class:`~actors.model.types.ModelError` are in
+:mod:`actors.model.types`, the stream accumulation in :mod:`actors.model.openai_stream`, the retry
+and HTTP-error rules shared with the Anthropic gateway in :mod:`actors.model.retry`.
 """
 
 from __future__ import annotations
@@ -43,15 +43,8 @@ from typing import Any, cast
 
 import openai
 
-from actors.model.openai_stream import FRAGMENT_FIELDS, ReplyAssembler
-from actors.model.retry import (
-    NEVER_RETRY,
-    AttemptFailed,
-    parse_retry_after,
-    provider_detail,
-    run_attempts,
-    status_failure,
-)
+from actors.model.openai_stream import ReplyAssembler
+from actors.model.retry import AttemptFailed, run_attempts, status_failure
 from actors.model.types import (
     AuthState,
     ModelError,
@@ -59,32 +52,11 @@ from actors.model.types import (
     ModelReply,
     ModelSettings,
     TextSink,
-    ToolCall,
-    Usage,
     is_chat_model,
-    parse_arguments,
 )
 from messages.errors import ErrorCode
 
-__all__ = [
-    "FRAGMENT_FIELDS",
-    "NEVER_RETRY",
-    "AttemptFailed",
-    "AuthState",
-    "ModelError",
-    "ModelGateway",
-    "ModelInfo",
-    "ModelReply",
-    "ModelSettings",
-    "TextSink",
-    "ToolCall",
-    "Usage",
-    "parse_arguments",
-    "parse_retry_after",
-    "provider_detail",
-    "run_attempts",
-    "status_failure",
-]
+__all__ = ["ModelGateway"]
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@
 the provider's ``Retry-After`` (:func:`parse_retry_after`), and no retry once text has been shown.
 An attempt raises :class:`AttemptFailed`; :func:`status_failure` says what an HTTP error status
 means (AUTH with a how-to-fix message, or MODEL_ERROR, retried unless in :data:`NEVER_RETRY`). The
-rules are spelt out in :mod:`actors.model.openai_gateway`'s docstring, which re-exports these names.
+rules are spelt out in :mod:`actors.model.openai_gateway`'s docstring.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ import orjson
 
 from actors.agent.connection import Connection, ConnectionInfo, Inbound
 from actors.link.link_stream import LinkBroken, LinkStream, peer_uid
-from actors.model.openai_gateway import ModelSettings
+from actors.model.types import ModelSettings
 from actors.runtime.actor import ActorRef, Ref, spawn
 from actors.store.chat_store import ChatStore
 from messages.errors import ErrorCode

@@ -20,8 +20,9 @@ from actors.model.anthropic_gateway import (
     convert_messages,
     convert_tools,
 )
-from actors.model.openai_gateway import ModelError, ModelGateway, Usage
+from actors.model.openai_gateway import ModelGateway
 from actors.model.providers import make_gateway
+from actors.model.types import ModelError, Usage
 from messages.errors import ErrorCode
 from nativehost.demo.model_server import ScriptedModelServer
 from tests.helpers.model_script import disconnect, fast_settings, hang, status, step, tool_call
