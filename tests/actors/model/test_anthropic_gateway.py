@@ -14,12 +14,9 @@ import aiohttp
 import anthropic
 import pytest
 
-from actors.model.anthropic_gateway import (
-    CONTENT_KEY,
-    AnthropicGateway,
-    convert_messages,
-    convert_tools,
-)
+from actors.model.anthropic_gateway import AnthropicGateway
+from actors.model.anthropic_request import convert_messages, convert_tools
+from actors.model.anthropic_stream import CONTENT_KEY
 from actors.model.openai_gateway import ModelGateway
 from actors.model.providers import make_gateway
 from actors.model.types import ModelError, Usage
