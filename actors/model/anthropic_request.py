@@ -21,7 +21,7 @@ converts it (:func:`convert_messages`, :func:`convert_tools`):
 - tools ``{"type": "function", "function": {name, description, parameters}}`` become
   ``{name, description, input_schema}``; other tool entries pass through unchanged.
 
-Pure: no I/O, no SDK.
+:func:`messages_request` is the whole streamed request. Pure: no I/O, no SDK.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from actors.model.anthropic_stream import CONTENT_KEY
-from actors.model.types import parse_arguments
+from actors.model.types import ModelSettings, parse_arguments
 
-__all__ = ["convert_messages", "convert_tools"]
+__all__ = ["convert_messages", "convert_tools", "messages_request"]
 
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 # Blocks the SDK's user-content types accept as they are (already in Anthropic's format).
@@ -206,3 +206,27 @@ def convert_tools(tools: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         converted["input_schema"] = function.get("parameters") or _EMPTY_SCHEMA
         out.append(converted)
     return out
+
+
+def messages_request(
+    settings: ModelSettings,
+    messages: Iterable[Mapping[str, Any]],
+    tools: Iterable[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """The arguments of a streamed ``messages.create`` call for *messages* and *tools* (OpenAI
+    format); ``max_tokens`` is required by the API."""
+    system, converted = convert_messages(messages)
+    request: dict[str, Any] = {
+        "model": settings.model,
+        "max_tokens": settings.max_output_tokens,
+        "messages": converted,
+        "stream": True,
+    }
+    if system:
+        request["system"] = system
+    converted_tools = convert_tools(tools)
+    if converted_tools:
+        request["tools"] = converted_tools
+    if settings.extra_body:
+        request["extra_body"] = dict(settings.extra_body)
+    return request

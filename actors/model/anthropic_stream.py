@@ -1,8 +1,8 @@
 """Builds a :class:`~actors.model.types.ModelReply` from the events of an Anthropic message stream.
 
-:class:`ReplyAssembler` is pure (no I/O): it takes the stream's events one at a time (as plain
-dicts: :func:`event_dict` turns the SDK's event objects into them). Streamed text is returned by
-``feed`` for ``on_text``; ``tool_use`` input is reassembled from its ``input_json_delta``
+:class:`ReplyAssembler` is pure (no I/O): it takes the stream's events one at a time (the SDK's
+event objects, or the same events as plain dicts). Streamed text is returned by ``feed`` for
+``on_text``; ``tool_use`` input is reassembled from its ``input_json_delta``
 fragments; ``finish_reason`` is mapped (``end_turn``/``stop_sequence`` -> ``stop``, ``tool_use`` ->
 ``tool_calls``, ``max_tokens`` -> ``length``, others as they are); ``usage.input_tokens`` includes
 cache reads and writes.
@@ -22,7 +22,7 @@ from typing import Any, cast
 
 from actors.model.types import ModelReply, ToolCall, Usage, parse_arguments
 
-__all__ = ["CONTENT_KEY", "ReplyAssembler", "event_dict"]
+__all__ = ["CONTENT_KEY", "ReplyAssembler"]
 
 #: The assistant-message key holding the answer's Anthropic block layout (see the docstring).
 CONTENT_KEY = "anthropic_content"
@@ -49,8 +49,9 @@ class ReplyAssembler:
         if isinstance(usage, dict):
             self.usage.update({k: v for k, v in usage.items() if isinstance(v, int)})
 
-    def feed(self, event: Mapping[str, Any]) -> str:
+    def feed(self, raw: object) -> str:
         """Take one event; return the text it adds (may be empty)."""
+        event = _event_dict(raw)
         kind = event.get("type")
         if kind == "message_start":
             self._note_usage((event.get("message") or {}).get("usage"))
@@ -96,6 +97,11 @@ class ReplyAssembler:
             return raw
         given = block.get("input")
         return json.dumps(given) if isinstance(given, dict) and given else "{}"
+
+    @property
+    def complete(self) -> bool:
+        """Whether the stream reached ``message_stop`` with a stop reason (else it was cut off)."""
+        return self.stopped and self.stop_reason is not None
 
     def reply(self) -> ModelReply:
         texts: list[str] = []
@@ -164,8 +170,7 @@ class ReplyAssembler:
         )
 
 
-def event_dict(event: object) -> dict[str, Any]:
-    """An event of the SDK's stream as a plain dict, as :meth:`ReplyAssembler.feed` takes it."""
+def _event_dict(event: object) -> dict[str, Any]:
     dump = getattr(event, "model_dump", None)
     if dump is None:  # pragma: no cover - the SDK's events are pydantic models
         return dict(cast(Mapping[str, Any], event))

@@ -2,8 +2,13 @@
 
 :class:`ReplyAssembler` is pure (no I/O): it takes the chunks of an OpenAI-compatible stream one at
 a time and collects the text, the tool calls (their arguments JSON arriving in pieces), the usage,
-the finish reason and the provider-opaque fields, merged as :mod:`actors.model.openai_gateway`'s
-docstring says (:data:`FRAGMENT_FIELDS`).
+the finish reason and the provider-opaque fields.
+
+Provider-opaque fields (reasoning text, signatures, ``extra_content`` ...) that a provider puts on
+the streamed assistant delta or on a tool call are collected and put back on
+:attr:`ModelReply.assistant_message`, so the next request echoes them exactly. Merging streamed
+pieces: strings of the fields in :data:`FRAGMENT_FIELDS` and lists are concatenated; any other
+value replaces the previous one (``null`` is ignored).
 """
 
 from __future__ import annotations
@@ -86,6 +91,11 @@ class ReplyAssembler:
             if piece.function.arguments:
                 call.arguments.append(piece.function.arguments)
         _merge(call.extra, piece.model_extra)
+
+    @property
+    def complete(self) -> bool:
+        """Whether a chunk gave the finish reason (else the stream was cut off)."""
+        return self.finish_reason is not None
 
     def reply(self) -> ModelReply:
         text = "".join(self.text)

@@ -5,7 +5,7 @@
 tool call's arguments JSON); :class:`ModelInfo` and :class:`AuthState` answer ``models.list`` and
 ``auth.status`` (:func:`is_chat_model` tells chat models from the others in a provider's list);
 :class:`ModelError` is the one error a gateway raises (its codes are drawn in
-:mod:`actors.model.openai_gateway`'s docstring). :class:`ChatModel` is what the daemon needs of a
+:mod:`actors.model.sdk_gateway`'s docstring). :class:`ChatModel` is what the daemon needs of a
 gateway. Plain data and pure functions, no I/O.
 """
 
