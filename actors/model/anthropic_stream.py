@@ -2,8 +2,8 @@
 
 :class:`ReplyAssembler` is pure (no I/O): it takes the stream's events one at a time (the SDK's
 event objects, or the same events as plain dicts). Streamed text is returned by ``feed`` for
-``on_text``; ``tool_use`` input is reassembled from its ``input_json_delta``
-fragments; ``finish_reason`` is mapped (``end_turn``/``stop_sequence`` -> ``stop``, ``tool_use`` ->
+``on_text``; ``tool_use`` input is reassembled from its ``input_json_delta`` fragments;
+``finish_reason`` is mapped (``end_turn``/``stop_sequence`` -> ``stop``, ``tool_use`` ->
 ``tool_calls``, ``max_tokens`` -> ``length``, others as they are); ``usage.input_tokens`` includes
 cache reads and writes.
 
@@ -36,7 +36,7 @@ _FINISH = {
 
 
 class ReplyAssembler:
-    """Builds a :class:`ModelReply` from the stream's events, as plain dicts (pure, no I/O)."""
+    """Builds a :class:`ModelReply` from the stream's events (pure, no I/O)."""
 
     def __init__(self) -> None:
         self.blocks: dict[int, dict[str, Any]] = {}
