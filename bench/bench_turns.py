@@ -45,7 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from actors.model.openai_gateway import ModelGateway, ModelSettings
+from actors.model.openai_gateway import ModelGateway
+from actors.model.types import ModelSettings
 from tests.helpers.daemon_harness import DaemonHarness, LinkPeer
 
 __all__ = ["main"]

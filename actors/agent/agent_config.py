@@ -22,7 +22,7 @@ from actors.agent.links import LinkHandle, Links
 from actors.agent.model_side import ModelSide
 from actors.agent.route_table import RouteTable
 from actors.agent.turn_scheduler import SchedulerMsg, SetLimit
-from actors.model.openai_gateway import ModelSettings
+from actors.model.types import ModelSettings
 from actors.runtime.live_ref import LiveRef
 from actors.tools.catalog import ToolSettings
 from actors.tools.registry import ApprovalMode

@@ -1,7 +1,7 @@
 """The daemon's model provider: its gateway, what ``auth.status`` says, the model list.
 
 One instance per daemon, owned by the agent hub. The gateway is built from config
-(:func:`actors.model.openai_gateway.make_gateway`: OpenAI-compatible or Anthropic); a provider that
+(:func:`actors.model.providers.make_gateway`: OpenAI-compatible or Anthropic); a provider that
 cannot be built (no model configured, an SDK missing) is not an error of the daemon: it is reported
 in ``auth.status`` with how to fix it, and a turn then ends with ``AUTH`` (protocol.md section 3b:
 ``sdk.ready`` stays ok, the provider's state goes in ``auth.status`` only).
@@ -14,7 +14,8 @@ from collections.abc import Callable, Coroutine
 from dataclasses import replace
 from typing import Any
 
-from actors.model.openai_gateway import ChatModel, ModelError, ModelSettings, make_gateway
+from actors.model.providers import make_gateway
+from actors.model.types import ChatModel, ModelError, ModelSettings
 from messages.wire_outbound import AuthStatus, ModelInfo
 
 __all__ = ["NO_MODEL", "ModelSide"]

@@ -42,7 +42,7 @@ from actors.agent.turn_browsers import TurnBrowsers
 from actors.agent.turn_queue import CancelReason, TurnTicket
 from actors.agent.turn_scheduler import SchedulerMsg, TurnBoard, TurnEnded
 from actors.agent.wire_shapes import split_delta, trim_args
-from actors.model.openai_gateway import ModelError
+from actors.model.types import ModelError
 from actors.runtime.live_ref import LiveRef
 from actors.store.chat_store import ChatStore, TurnStateError
 from actors.tools.masking import mask_secret_args

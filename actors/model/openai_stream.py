@@ -2,14 +2,17 @@
 
 :class:`ReplyAssembler` is pure (no I/O): it takes the chunks of an OpenAI-compatible stream one at
 a time and collects the text, the tool calls (their arguments JSON arriving in pieces), the usage,
-the finish reason and the provider-opaque fields, merged as :mod:`actors.model.openai_gateway`'s
-docstring says (:data:`FRAGMENT_FIELDS`). :func:`parse_arguments` is shared with the Anthropic
-gateway.
+the finish reason and the provider-opaque fields.
+
+Provider-opaque fields (reasoning text, signatures, ``extra_content`` ...) that a provider puts on
+the streamed assistant delta or on a tool call are collected and put back on
+:attr:`ModelReply.assistant_message`, so the next request echoes them exactly. Merging streamed
+pieces: strings of the fields in :data:`FRAGMENT_FIELDS` and lists are concatenated; any other
+value replaces the previous one (``null`` is ignored).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,9 +20,9 @@ from typing import Any
 from openai.types.chat import ChatCompletionChunk
 from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 
-from actors.model.types import ModelReply, ToolCall, Usage
+from actors.model.types import ModelReply, ToolCall, Usage, parse_arguments
 
-__all__ = ["FRAGMENT_FIELDS", "ReplyAssembler", "parse_arguments"]
+__all__ = ["FRAGMENT_FIELDS", "ReplyAssembler"]
 
 #: Provider fields streamed as text fragments (concatenated when merging deltas).
 FRAGMENT_FIELDS = frozenset({"reasoning_content", "reasoning", "thinking"})
@@ -89,6 +92,11 @@ class ReplyAssembler:
                 call.arguments.append(piece.function.arguments)
         _merge(call.extra, piece.model_extra)
 
+    @property
+    def complete(self) -> bool:
+        """Whether a chunk gave the finish reason (else the stream was cut off)."""
+        return self.finish_reason is not None
+
     def reply(self) -> ModelReply:
         text = "".join(self.text)
         calls = [_finish_call(n, self.calls[n]) for n in sorted(self.calls)]
@@ -111,17 +119,6 @@ class ReplyAssembler:
             finish_reason=self.finish_reason,
             assistant_message=message,
         )
-
-
-def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
-    """A tool call's arguments JSON as ``(object, None)``, or ``(None, why it is not one)``."""
-    try:
-        value = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError as exc:
-        return None, f"the arguments are not valid JSON ({exc.msg} at character {exc.pos})"
-    if isinstance(value, dict):
-        return value, None
-    return None, "the arguments must be a JSON object"
 
 
 def _finish_call(index: int, call: _PartialCall) -> ToolCall:

@@ -3,8 +3,14 @@
 :func:`run_attempts` runs one model call under tenacity: bounded attempts, backoff with jitter or
 the provider's ``Retry-After`` (:func:`parse_retry_after`), and no retry once text has been shown.
 An attempt raises :class:`AttemptFailed`; :func:`status_failure` says what an HTTP error status
-means (AUTH with a how-to-fix message, or MODEL_ERROR, retried unless in :data:`NEVER_RETRY`). The
-rules are spelt out in :mod:`actors.model.openai_gateway`'s docstring, which re-exports these names.
+means (AUTH with a how-to-fix message, or MODEL_ERROR, retried unless in :data:`NEVER_RETRY`).
+
+The rules: bounded attempts (``max_attempts``), exponential backoff with jitter; never on 400/401/
+403/404/422; honour ``Retry-After`` / ``retry-after-ms`` (seconds or an HTTP date, capped at
+``retry_after_cap``); and only while no text has reached ``on_text`` — a retry never repeats text
+the user has seen. A stream that goes silent is not retried either: the user already waited
+``stream_idle_timeout`` for it. The errors a gateway raises are drawn in
+:mod:`actors.model.sdk_gateway`'s docstring.
 """
 
 from __future__ import annotations
@@ -70,7 +76,8 @@ class _Backoff(wait_base):
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date).
+    *headers*: with lower-case names."""
     raw_ms = headers.get("retry-after-ms")
     if raw_ms is not None:
         with contextlib.suppress(ValueError):
@@ -103,8 +110,7 @@ async def run_attempts(
     attempt: Callable[[Callable[[str], Awaitable[None]]], Awaitable[ModelReply]],
     on_text: TextSink,
 ) -> ModelReply:
-    """Run ``attempt(sink)`` under the retry rules (see :mod:`actors.model.openai_gateway`'s
-    docstring).
+    """Run ``attempt(sink)`` under the retry rules (see the module docstring).
 
     *attempt* streams text to the sink it is given and raises :class:`AttemptFailed`; once any
     text has reached *on_text*, a failure is final. Raises :class:`ModelError`.
@@ -144,7 +150,8 @@ def status_failure(
     settings: ModelSettings, status: int, headers: Mapping[str, str], body: object
 ) -> AttemptFailed:
     """What an HTTP error status means: AUTH for 401/403, else MODEL_ERROR, retried unless the
-    status is in :data:`NEVER_RETRY`, after ``Retry-After`` when given. *headers*: lower-case."""
+    status is in :data:`NEVER_RETRY`, after ``Retry-After`` when given. *headers*: the response's,
+    in any case."""
     detail = provider_detail(body)
     log.info("model call got HTTP %d: %s", status, detail)
     if status in (401, 403):
@@ -161,7 +168,7 @@ def status_failure(
     return AttemptFailed(
         ModelError("MODEL_ERROR", message, retryable=True),
         retry=True,
-        retry_after=parse_retry_after(headers),
+        retry_after=parse_retry_after({k.lower(): v for k, v in headers.items()}),
     )
 
 

@@ -1,22 +1,26 @@
-"""What every model gateway speaks: the settings, the answer, and the error it raises.
+"""What every model gateway speaks: the settings, the answer, the error it raises, its protocol.
 
 :class:`ModelSettings` says how to reach the provider; :class:`ModelReply` (with its
-:class:`ToolCall` list and :class:`Usage`) is a finished answer; :class:`ModelInfo` and
-:class:`AuthState` answer ``models.list`` and ``auth.status``; :class:`ModelError` is the one error
-a gateway raises (its codes are drawn in :mod:`actors.model.openai_gateway`'s docstring). Plain
-data, no I/O; :mod:`actors.model.openai_gateway` re-exports all of it.
+:class:`ToolCall` list and :class:`Usage`) is a finished answer (:func:`parse_arguments` reads a
+tool call's arguments JSON); :class:`ModelInfo` and :class:`AuthState` answer ``models.list`` and
+``auth.status`` (:func:`is_chat_model` tells chat models from the others in a provider's list);
+:class:`ModelError` is the one error a gateway raises (its codes are drawn in
+:mod:`actors.model.sdk_gateway`'s docstring). :class:`ChatModel` is what the daemon needs of a
+gateway. Plain data and pure functions, no I/O.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from messages.errors import BrowyError, ErrorCode
 
 __all__ = [
     "AuthState",
+    "ChatModel",
     "ModelError",
     "ModelInfo",
     "ModelReply",
@@ -24,6 +28,8 @@ __all__ = [
     "TextSink",
     "ToolCall",
     "Usage",
+    "is_chat_model",
+    "parse_arguments",
 ]
 
 #: Called with each piece of streamed text, in order; may be sync or async.
@@ -116,3 +122,49 @@ class ModelError(BrowyError):
     @property
     def wire_message(self) -> str:
         return self.message
+
+
+class ChatModel(Protocol):
+    """What the daemon needs of a gateway; ``ModelGateway`` (OpenAI-compatible) and
+    ``AnthropicGateway`` are both one."""
+
+    @property
+    def settings(self) -> ModelSettings: ...
+
+    async def stream_turn(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        on_text: TextSink,
+    ) -> ModelReply: ...
+
+    async def list_models(self) -> list[ModelInfo]: ...
+
+    async def check_auth(self) -> AuthState: ...
+
+    async def aclose(self) -> None: ...
+
+
+# Ids of models that do not chat (the provider's models.list mixes them in).
+_NOT_CHAT = (
+    "embed", "whisper", "tts", "dall-e", "davinci-002", "babbage", "moderation", "transcribe",
+    "rerank", "gpt-image", "sora",
+)  # fmt: skip
+
+
+def is_chat_model(model_id: str) -> bool:
+    """Whether a ``models.list`` id names a chat model (embedding, audio, image ids are not)."""
+    lowered = model_id.lower()
+    return not any(word in lowered for word in _NOT_CHAT)
+
+
+def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
+    """A tool call's arguments JSON as ``(object, None)``, or ``(None, why it is not one)``."""
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as exc:
+        return None, f"the arguments are not valid JSON ({exc.msg} at character {exc.pos})"
+    if isinstance(value, dict):
+        return value, None
+    return None, "the arguments must be a JSON object"

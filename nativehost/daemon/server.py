@@ -40,7 +40,7 @@ from actors.browser.cdp_proxy import CDPProxy, Subscriptions
 from actors.link.link_stream import LinkBroken, LinkStream, peer_uid
 from actors.link.link_writer import ConnectionInfo, LinkWriter
 from actors.link.listener import Listener
-from actors.model.openai_gateway import ModelSettings
+from actors.model.types import ModelSettings
 from actors.runtime.actor import ActorError, ActorRef, Ref
 from actors.runtime.live_ref import LiveRef
 from actors.runtime.logger import LogSink

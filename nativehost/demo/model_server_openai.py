@@ -28,6 +28,7 @@ import orjson
 from nativehost.demo.model_script import ARGUMENT_FRAGMENT, Step, ToolCallSpec, finish_of, usage_of
 
 __all__ = [
+    "DONE",
     "chunks",
     "completion",
     "data_event",
@@ -112,6 +113,10 @@ def chunks(step: Step, model: str, ids: Iterator[int], include_usage: bool) -> l
     if include_usage:
         events.append({**base, "choices": [], "usage": usage_of(step)})
     return events
+
+
+#: The last event of a streamed answer.
+DONE = b"data: [DONE]\n\n"
 
 
 def data_event(event: object) -> bytes:

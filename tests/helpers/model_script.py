@@ -10,7 +10,8 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any
 
-from actors.model.openai_gateway import ModelGateway, ModelSettings
+from actors.model.openai_gateway import ModelGateway
+from actors.model.types import ModelSettings
 from nativehost.demo.model_server import ScriptedModelServer
 
 __all__ = [

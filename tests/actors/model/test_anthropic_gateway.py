@@ -14,13 +14,12 @@ import aiohttp
 import anthropic
 import pytest
 
-from actors.model.anthropic_gateway import (
-    CONTENT_KEY,
-    AnthropicGateway,
-    convert_messages,
-    convert_tools,
-)
-from actors.model.openai_gateway import ModelError, ModelGateway, Usage, make_gateway
+from actors.model.anthropic_gateway import AnthropicGateway
+from actors.model.anthropic_request import convert_messages, convert_tools
+from actors.model.anthropic_stream import CONTENT_KEY
+from actors.model.openai_gateway import ModelGateway
+from actors.model.providers import make_gateway
+from actors.model.types import ModelError, Usage
 from messages.errors import ErrorCode
 from nativehost.demo.model_server import ScriptedModelServer
 from tests.helpers.model_script import disconnect, fast_settings, hang, status, step, tool_call

@@ -8,13 +8,9 @@ from typing import Any
 
 import pytest
 
-from actors.model.openai_gateway import (
-    ModelError,
-    ModelGateway,
-    Usage,
-    is_chat_model,
-    parse_retry_after,
-)
+from actors.model.openai_gateway import ModelGateway
+from actors.model.retry import parse_retry_after
+from actors.model.types import ModelError, Usage, is_chat_model
 from messages.errors import ErrorCode
 from tests.helpers.model_script import (
     disconnect,

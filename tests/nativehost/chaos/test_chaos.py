@@ -23,7 +23,7 @@ from nativehost.chaos.harness import (
     turn_steps,
 )
 from nativehost.chaos.peer import TurnRecord
-from nativehost.demo.model_server import load_script
+from nativehost.demo.model_script import load_script
 from supervisors.supervisor import SupervisionEvent
 
 CI_SEED = 1
