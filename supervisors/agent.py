@@ -63,7 +63,8 @@ from actors.agent.turn_tools import TurnTools
 from actors.browser.tool_runner import ToolResultView, ToolRunner, TurnBrowser
 from actors.model.openai_gateway import ChatModel
 from actors.relay.relay_marks import RelayMarks
-from actors.runtime.actor import ActorError, Ref
+from actors.runtime.errors import ActorError
+from actors.runtime.ref import Ref
 from actors.store.chat_store import ChatStore
 from messages.wire_inbound import ApprovalResponse, ChatSend, SessionStart, UserAnswer
 from messages.wire_outbound import AuthStatus, ModelInfo, OutboundModel

@@ -40,7 +40,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal, Self
 
-from actors.runtime.actor import Actor, ActorCell, Child, Ref, spawn
+from actors.runtime.actor import Actor, spawn
+from actors.runtime.ref import ActorCell, Child, Ref
 from supervisors.policy import (
     Backoff,
     RestartIntensity,

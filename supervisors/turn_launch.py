@@ -35,7 +35,7 @@ from actors.agent.turn_scheduler import (
     TurnScheduler,
     TurnTicket,
 )
-from actors.runtime.actor import ActorError
+from actors.runtime.errors import ActorError
 from messages.errors import ErrorCode
 from messages.wire_inbound import ChatSend
 from messages.wire_outbound import ChatDone, ChatQueued, EventActivity

@@ -28,7 +28,8 @@ from pydantic import BaseModel
 
 from actors.browser.cdp_proxy import CdpProxy
 from actors.link.link_stream import LinkStream
-from actors.runtime.actor import Actor, Overflow
+from actors.runtime.actor import Actor
+from actors.runtime.ref import Overflow
 from messages.codec import MAX_OUTBOUND_FRAME, decode_message
 from messages.errors import (
     ErrorCode,

@@ -32,7 +32,8 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from actors.runtime.actor import Actor, Overflow
+from actors.runtime.actor import Actor
+from actors.runtime.ref import Overflow
 
 __all__ = [
     "DropLink",

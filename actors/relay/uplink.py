@@ -39,7 +39,8 @@ from actors.relay.relay_core import (
     ToExtension,
 )
 from actors.relay.stdio_framer import WriteFrame
-from actors.runtime.actor import Actor, Overflow, Ref
+from actors.runtime.actor import Actor
+from actors.runtime.ref import Overflow, Ref
 from messages.link import LinkControl, LinkData
 
 __all__ = ["ExtensionClosed", "FromExtension", "Uplink"]

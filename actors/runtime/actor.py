@@ -1,6 +1,6 @@
 """The asyncio actor runtime: one task per actor, a bounded mailbox, refs with generations.
 
-Promises (each one is tested in ``tests/actors/runtime/test_runtime.py``):
+Promises (each one is tested in ``tests/actors/runtime/test_actor.py``):
 
 * **One message at a time.** An actor's ``handle`` is never re-entered; its hooks run on the same
   task: ``on_start`` before the first message, ``on_stop`` after a requested stop, ``on_failure``
@@ -22,95 +22,39 @@ Promises (each one is tested in ``tests/actors/runtime/test_runtime.py``):
   The owner learns the outcome from ``wait_stopped()`` (raises the crash) or a done-callback.
 * **Cancellation is not a crash.** ``CancelledError`` (a forced stop) and ``KeyboardInterrupt``
   fail what the actor holds with ``ActorStopped`` and propagate; the outcome is a clean stop.
-* **Generations.** A name's *slot* is an ``ActorCell``; each incarnation spawned into (or
-  ``rebind``-ed to) the cell advances its generation and gets a ref stamped with it. A ref whose
-  generation is no longer the cell's raises ``StaleActorRef`` on ``tell``/``ask`` instead of
-  reaching the new incarnation, so a restart can never deliver a message meant for the old state.
+* **Generations** (``actors.runtime.ref``): each incarnation spawned into a cell gets a ref
+  stamped with the cell's new generation; refs of the previous ones raise ``StaleActorRef``.
 
 A deadline is part of every call's contract (``ask(msg, timeout=...)``), hence the ``timeout``
-parameters that ruff's ASYNC109 would rather see as ``asyncio.timeout`` blocks.
-
-Errors::
-
-    ActorError
-     +-- ActorStopped     the actor is stopping or stopped (definite: the message was not handled)
-     +-- AskTimeout       no answer before the deadline (outcome unknown)
-     +-- StaleActorRef    the ref names an incarnation that has been replaced
-     +-- MailboxFull      overflow policy FAIL (or a tell's own timeout under WAIT)
-     +-- ActorCrashed     the actor crashed while or before handling the message
+parameters that ruff's ASYNC109 would rather see as ``asyncio.timeout`` blocks. The errors are
+drawn in ``actors.runtime.errors``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 from collections import deque
 from collections.abc import Callable
-from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Generic, TypeVar
 
-__all__ = [
-    "Actor",
-    "ActorCell",
-    "ActorCrashed",
-    "ActorError",
-    "ActorRef",
-    "ActorStopped",
-    "AskTimeout",
-    "Child",
-    "MailboxFull",
-    "Overflow",
-    "Ref",
-    "StaleActorRef",
-    "spawn",
-]
+from actors.runtime.errors import (
+    ActorCrashed,
+    ActorError,
+    ActorStopped,
+    AskTimeout,
+    MailboxFull,
+    StaleActorRef,
+)
+from actors.runtime.ref import ActorCell, Overflow
+
+__all__ = ["Actor", "ActorRef", "spawn"]
 
 M = TypeVar("M")
-M_contra = TypeVar("M_contra", contravariant=True)
 
 log = logging.getLogger(__name__)
 
 DoneCallback = Callable[[BaseException | None], None]
-
-
-class ActorError(Exception):
-    """Base of the runtime's errors; ``actor_name`` names the actor, the text nothing internal."""
-
-    def __init__(self, actor_name: str, detail: str) -> None:
-        super().__init__(f"actor {actor_name!r}: {detail}")
-        self.actor_name = actor_name
-
-
-class ActorStopped(ActorError):
-    """The actor is stopping or stopped; the message was not handled."""
-
-
-class AskTimeout(ActorError):
-    """No answer before the deadline; the actor may still handle the message later."""
-
-
-class StaleActorRef(ActorError):
-    """The ref's incarnation was replaced (restarted); look the name up again."""
-
-
-class MailboxFull(ActorError):
-    """The mailbox is full and the overflow policy (or the tell's timeout) says fail."""
-
-
-class ActorCrashed(ActorError):
-    """The actor crashed; ``cause`` is the exception (kept in-process, never sent on the wire)."""
-
-    def __init__(self, actor_name: str, cause: BaseException | None) -> None:
-        super().__init__(actor_name, "crashed")
-        self.cause = cause
-        self.__cause__ = cause
-
-
-class Overflow(enum.Enum):
-    """What a ``tell`` does when the mailbox is full."""
-
-    WAIT = "wait"
-    FAIL = "fail"
 
 
 class Actor(Generic[M]):
@@ -138,52 +82,6 @@ class Actor(Generic[M]):
         """Ask the runtime to stop this actor after the current message (a normal exit)."""
         if self._core is not None:
             self._core.request_stop()
-
-
-class ActorCell:
-    """A named slot whose occupant changes across restarts; its generation counts incarnations."""
-
-    __slots__ = ("generation", "name")
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.generation = 0
-
-    def advance(self) -> int:
-        """Start a new incarnation: every ref of the previous ones becomes stale."""
-        self.generation += 1
-        return self.generation
-
-
-@runtime_checkable
-class Child(Protocol):
-    """What a supervisor needs from a child: a name, a stop and a way to learn the outcome."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def is_alive(self) -> bool: ...
-
-    async def stop(self, timeout: float = 5.0) -> None: ...
-
-    async def wait_stopped(self) -> None: ...
-
-
-@runtime_checkable
-class Ref(Child, Protocol[M_contra]):
-    """A messaging child: ``ActorRef`` and ``actors.runtime.threaded.ThreadedRef`` both fit."""
-
-    @property
-    def generation(self) -> int: ...
-
-    async def tell(self, msg: M_contra, *, timeout: float | None = None) -> None: ...
-
-    def tell_nowait(self, msg: M_contra) -> None: ...
-
-    async def ask(self, msg: M_contra, *, timeout: float) -> Any: ...
-
-    def rebind(self, cell: ActorCell) -> Ref[M_contra]: ...
 
 
 def _expire(reply: asyncio.Future[Any], name: str) -> None:

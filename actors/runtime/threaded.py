@@ -37,16 +37,15 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import pykka
 
-from actors.runtime.actor import (
-    ActorCell,
+from actors.runtime.errors import (
     ActorCrashed,
     ActorError,
     ActorStopped,
     AskTimeout,
     MailboxFull,
-    Overflow,
     StaleActorRef,
 )
+from actors.runtime.ref import ActorCell, Overflow
 
 __all__ = ["ThreadActor", "ThreadHandle", "ThreadedRef", "spawn_threaded", "start_thread_actor"]
 

@@ -33,7 +33,8 @@ import orjson
 from actors.agent.connection import Connection, ConnectionInfo, Inbound
 from actors.link.link_stream import LinkBroken, LinkStream, peer_uid
 from actors.model.openai_gateway import ModelSettings
-from actors.runtime.actor import ActorRef, Ref, spawn
+from actors.runtime.actor import ActorRef, spawn
+from actors.runtime.ref import Ref
 from actors.store.chat_store import ChatStore
 from messages.errors import ErrorCode
 from messages.link import (

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from actors.runtime.actor import Actor, ActorCrashed, StaleActorRef
+from actors.runtime.actor import Actor
+from actors.runtime.errors import ActorCrashed, StaleActorRef
 from supervisors.policy import Backoff, Jitter, RestartIntensity, RestartType, Strategy
 from supervisors.supervisor import (
     ChildSpec,

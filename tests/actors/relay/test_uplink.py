@@ -11,7 +11,8 @@ from actors.link.link_stream import LinkStream
 from actors.relay.relay_core import LinkState, RelayCore
 from actors.relay.stdio_framer import WriteFrame
 from actors.relay.uplink import FromExtension, Uplink, UplinkMsg
-from actors.runtime.actor import Actor, Ref, spawn
+from actors.runtime.actor import Actor, spawn
+from actors.runtime.ref import Ref
 from supervisors.policy import RestartType
 from supervisors.supervisor import ChildSpec, Supervisor
 

@@ -8,18 +8,16 @@ from typing import Any
 
 import pytest
 
-from actors.runtime.actor import (
-    Actor,
-    ActorCell,
+from actors.runtime.actor import Actor, spawn
+from actors.runtime.errors import (
     ActorCrashed,
     ActorError,
     ActorStopped,
     AskTimeout,
     MailboxFull,
-    Overflow,
     StaleActorRef,
-    spawn,
 )
+from actors.runtime.ref import ActorCell, Overflow
 
 WAIT = 2.0  # generous upper bound for things that should happen at once
 

@@ -8,14 +8,8 @@ from typing import Any
 
 import pytest
 
-from actors.runtime.actor import (
-    ActorCell,
-    ActorCrashed,
-    ActorStopped,
-    AskTimeout,
-    MailboxFull,
-    Overflow,
-)
+from actors.runtime.errors import ActorCrashed, ActorStopped, AskTimeout, MailboxFull
+from actors.runtime.ref import ActorCell, Overflow
 from actors.runtime.threaded import ThreadActor, spawn_threaded, start_thread_actor
 
 WAIT = 2.0
@@ -146,7 +140,7 @@ async def test_a_failing_thread_on_start_fails_the_spawn() -> None:
 
 
 async def test_a_rebound_threaded_ref_makes_the_old_one_stale() -> None:
-    from actors.runtime.actor import StaleActorRef
+    from actors.runtime.errors import StaleActorRef
 
     ref = await spawn_threaded(Worker(), name="worker", cell=ActorCell("worker"))
     cell = ActorCell("slot")
