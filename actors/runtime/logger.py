@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from actors.runtime.threaded import ThreadActor, ThreadHandle, start_thread_actor
+from actors.runtime.thread_actor import ThreadActor, ThreadHandle, start_thread_actor
 
 __all__ = [
     "DEFAULT_MAX_BYTES",

@@ -10,7 +10,8 @@ import pytest
 
 from actors.runtime.errors import ActorCrashed, ActorStopped, AskTimeout, MailboxFull
 from actors.runtime.ref import ActorCell, Overflow
-from actors.runtime.threaded import ThreadActor, spawn_threaded, start_thread_actor
+from actors.runtime.thread_actor import ThreadActor, start_thread_actor
+from actors.runtime.threaded import spawn_threaded
 
 WAIT = 2.0
 
