@@ -42,11 +42,8 @@ from actors.runtime.errors import (
     ActorCrashed,
     ActorError,
     ActorStopped,
-    AskTimeout,
-    MailboxFull,
-    StaleActorRef,
 )
-from actors.runtime.ref import ActorCell, Overflow
+from actors.runtime.ref import ActorCell, BoundRef, Overflow
 
 __all__ = ["Actor", "ActorRef", "spawn"]
 
@@ -84,11 +81,6 @@ class Actor(Generic[M]):
             self._core.request_stop()
 
 
-def _expire(reply: asyncio.Future[Any], name: str) -> None:
-    if not reply.done():
-        reply.set_exception(AskTimeout(name, "no answer before the deadline"))
-
-
 class _Core(Generic[M]):
     """One incarnation: its mailbox, task and outcome. Shared by every ref to that incarnation."""
 
@@ -98,6 +90,7 @@ class _Core(Generic[M]):
         self.loop = loop
         self.mailbox: deque[tuple[M, asyncio.Future[Any] | None]] = deque()
         self.maxsize = actor.mailbox_size
+        self.overflow = actor.overflow
         self.alive = True  # accepting messages
         self.stopping = False
         self.idle: asyncio.Future[None] | None = None
@@ -108,8 +101,11 @@ class _Core(Generic[M]):
         self.callbacks: list[DoneCallback] = []
         self.task: asyncio.Task[None] | None = None
 
-    def post(self, item: tuple[M, asyncio.Future[Any] | None]) -> None:
-        self.mailbox.append(item)
+    def has_room(self) -> bool:
+        return len(self.mailbox) < self.maxsize
+
+    def put(self, msg: M, reply: asyncio.Future[Any] | None) -> None:
+        self.mailbox.append((msg, reply))
         if self.idle is not None and not self.idle.done():
             self.idle.set_result(None)
 
@@ -235,102 +231,10 @@ class _Core(Generic[M]):
         self.callbacks.clear()
 
 
-class ActorRef(Generic[M]):
+class ActorRef(BoundRef[M, "_Core[M]"]):
     """The only way to reach an actor. Cheap to copy; bound to one incarnation and generation."""
 
-    __slots__ = ("_cell", "_core", "_generation")
-
-    def __init__(self, core: _Core[M], cell: ActorCell, generation: int) -> None:
-        self._core = core
-        self._cell = cell
-        self._generation = generation
-
-    def __repr__(self) -> str:
-        return f"<ActorRef {self._cell.name}#{self._generation}>"
-
-    @property
-    def name(self) -> str:
-        return self._cell.name
-
-    @property
-    def generation(self) -> int:
-        return self._generation
-
-    @property
-    def is_alive(self) -> bool:
-        return self._core.alive and self._generation == self._cell.generation
-
-    def rebind(self, cell: ActorCell) -> ActorRef[M]:
-        """A ref to the same incarnation as the newest occupant of ``cell`` (for supervisors)."""
-        return ActorRef(self._core, cell, cell.advance())
-
-    def _checked(self) -> _Core[M]:
-        if self._generation != self._cell.generation:
-            raise StaleActorRef(self._cell.name, f"generation {self._generation} was replaced")
-        core = self._core
-        if not core.alive:
-            raise ActorStopped(core.name, "not running")
-        return core
-
-    def tell_nowait(self, msg: M) -> None:
-        core = self._checked()
-        if len(core.mailbox) >= core.maxsize:
-            raise MailboxFull(core.name, "mailbox full")
-        core.post((msg, None))
-
-    async def tell(self, msg: M, *, timeout: float | None = None) -> None:
-        """Queue ``msg``; under ``Overflow.WAIT`` wait for space (``timeout`` -> MailboxFull)."""
-        core = self._checked()
-        if len(core.mailbox) < core.maxsize:
-            core.post((msg, None))
-            return
-        deadline = None if timeout is None else core.loop.time() + timeout
-        await self._put_waiting((msg, None), deadline, lambda: MailboxFull(core.name, "full"))
-
-    async def ask(self, msg: M, *, timeout: float) -> Any:
-        """Send ``msg`` and return the answer; the deadline covers waiting for mailbox space."""
-        core = self._checked()
-        loop = core.loop
-        reply: asyncio.Future[Any] = loop.create_future()
-        deadline = loop.time() + timeout
-        if len(core.mailbox) < core.maxsize:
-            core.post((msg, reply))
-        else:
-            await self._put_waiting(
-                (msg, reply), deadline, lambda: AskTimeout(core.name, "no mailbox space in time")
-            )
-        timer = loop.call_at(deadline, _expire, reply, core.name)
-        try:
-            return await reply
-        finally:
-            timer.cancel()
-
-    async def _put_waiting(
-        self,
-        item: tuple[M, asyncio.Future[Any] | None],
-        deadline: float | None,
-        on_timeout: Callable[[], ActorError],
-    ) -> None:
-        core = self._core
-        if core.actor.overflow is Overflow.FAIL:
-            raise MailboxFull(core.name, "mailbox full")
-        while True:
-            waiter: asyncio.Future[None] = core.loop.create_future()
-            core.space_waiters.append(waiter)
-            try:
-                async with asyncio.timeout_at(deadline):
-                    await waiter
-            except BaseException as exc:
-                if waiter.done() and not waiter.cancelled():
-                    core.wake_one_putter()  # pass on a wake-up we can no longer use
-                waiter.cancel()
-                if isinstance(exc, TimeoutError):
-                    raise on_timeout() from None
-                raise
-            core = self._checked()  # woken by a stop: raise ActorStopped
-            if len(core.mailbox) < core.maxsize:
-                core.post(item)
-                return
+    __slots__ = ()
 
     async def stop(self, timeout: float = 5.0) -> None:
         """Stop after the current message; after ``timeout`` the task is cancelled. Idempotent.
@@ -338,7 +242,7 @@ class ActorRef(Generic[M]):
         Acts on this ref's own incarnation only, so it is safe through a stale ref. Called from
         the actor's own task it only requests the stop (waiting would wait for itself).
         """
-        core = self._core
+        core = self._inc
         if core.stopped.is_set():
             return
         core.request_stop()
@@ -352,18 +256,12 @@ class ActorRef(Generic[M]):
             task.cancel()
             await asyncio.wait([task], timeout=timeout)
 
-    async def wait_stopped(self) -> None:
-        """Wait until this incarnation has ended; raise the crash if it crashed."""
-        await self._core.stopped.wait()
-        if self._core.outcome is not None:
-            raise self._core.outcome
-
     def add_done_callback(self, callback: DoneCallback) -> None:
         """Call ``callback(outcome)`` on the loop when the incarnation ends (now if it has)."""
-        if self._core.stopped.is_set():
-            callback(self._core.outcome)
+        if self._inc.stopped.is_set():
+            callback(self._inc.outcome)
         else:
-            self._core.callbacks.append(callback)
+            self._inc.callbacks.append(callback)
 
 
 async def spawn(actor: Actor[M], *, name: str, cell: ActorCell | None = None) -> ActorRef[M]:

@@ -23,16 +23,12 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from actors.runtime.errors import (
-    ActorError,
     ActorStopped,
-    AskTimeout,
-    MailboxFull,
-    StaleActorRef,
 )
-from actors.runtime.ref import ActorCell, Overflow
+from actors.runtime.ref import ActorCell, BoundRef, Overflow
 from actors.runtime.thread_actor import OnDone, ThreadActor, ThreadHandle
 
 __all__ = ["ThreadedRef", "spawn_threaded"]
@@ -42,17 +38,52 @@ log = logging.getLogger(__name__)
 
 
 class _Bridge:
-    """Loop side of one incarnation: in-flight bound, pending asks, stop notification."""
+    """Loop side of one incarnation (an ``Incarnation``): in-flight bound, pending asks, stop."""
 
-    def __init__(self, handle: ThreadHandle, loop: asyncio.AbstractEventLoop, limit: int) -> None:
+    def __init__(
+        self,
+        handle: ThreadHandle,
+        loop: asyncio.AbstractEventLoop,
+        limit: int,
+        overflow: Overflow,
+    ) -> None:
         self.handle = handle
         self.loop = loop
         self.limit = limit
+        self.overflow = overflow
         self.in_flight = 0
-        self.waiters: deque[asyncio.Future[None]] = deque()
+        self.space_waiters: deque[asyncio.Future[None]] = deque()
         self.pending: set[asyncio.Future[Any]] = set()
         self.stopped = asyncio.Event()
         handle.add_stop_listener(lambda: self.from_thread(self._on_stopped))
+
+    @property
+    def name(self) -> str:
+        return self.handle.name
+
+    @property
+    def alive(self) -> bool:
+        return not self.handle.closing.is_set()
+
+    @property
+    def outcome(self) -> BaseException | None:
+        return self.handle.outcome
+
+    def has_room(self) -> bool:
+        return self.in_flight < self.limit
+
+    def put(self, msg: Any, reply: asyncio.Future[Any] | None) -> None:
+        self.handle.post(msg, self.on_done(reply))
+        self.in_flight += 1
+        if reply is not None:
+            self.pending.add(reply)
+
+    def wake_one_putter(self) -> None:
+        while self.space_waiters:
+            waiter = self.space_waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
 
     def from_thread(self, fn: Callable[..., None], *args: Any) -> None:
         # RuntimeError: the loop is closed, so nobody is left waiting for this.
@@ -67,11 +98,7 @@ class _Bridge:
 
     def _settle(self, reply: asyncio.Future[Any] | None, result: Any, error: Any) -> None:
         self.in_flight -= 1
-        while self.waiters:
-            waiter = self.waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                break
+        self.wake_one_putter()
         if reply is not None:
             self.pending.discard(reply)
             if not reply.done():
@@ -83,101 +110,24 @@ class _Bridge:
             if not reply.done():
                 reply.set_exception(self.handle.refusal(self.handle.name))
         self.pending.clear()
-        for waiter in self.waiters:
+        for waiter in self.space_waiters:
             if not waiter.done():
                 waiter.set_result(None)
         self.stopped.set()
 
 
-class ThreadedRef(Generic[M]):
+class ThreadedRef(BoundRef[M, _Bridge]):
     """Same interface as ``actors.runtime.actor.ActorRef``, for a ``ThreadActor``."""
 
-    def __init__(
-        self, bridge: _Bridge, overflow: Overflow, cell: ActorCell, generation: int
-    ) -> None:
-        self._bridge = bridge
-        self._overflow = overflow
-        self._cell = cell
-        self._generation = generation
-
-    def __repr__(self) -> str:
-        return f"<ThreadedRef {self._cell.name}#{self._generation}>"
-
-    @property
-    def name(self) -> str:
-        return self._cell.name
-
-    @property
-    def generation(self) -> int:
-        return self._generation
-
-    @property
-    def is_alive(self) -> bool:
-        closing = self._bridge.handle.closing.is_set()
-        return not closing and self._generation == self._cell.generation
+    __slots__ = ()
 
     @property
     def thread(self) -> threading.Thread | None:
-        return self._bridge.handle.thread
-
-    def rebind(self, cell: ActorCell) -> ThreadedRef[M]:
-        return ThreadedRef(self._bridge, self._overflow, cell, cell.advance())
-
-    def _check(self) -> _Bridge:
-        if self._generation != self._cell.generation:
-            raise StaleActorRef(self._cell.name, f"generation {self._generation} was replaced")
-        bridge = self._bridge
-        if bridge.handle.closing.is_set():
-            raise ActorStopped(self._cell.name, "not running")
-        return bridge
-
-    def _send(self, bridge: _Bridge, msg: M, reply: asyncio.Future[Any] | None) -> None:
-        bridge.handle.post(msg, bridge.on_done(reply))
-        bridge.in_flight += 1
-        if reply is not None:
-            bridge.pending.add(reply)
-
-    async def _acquire(self, bridge: _Bridge, deadline: float | None, err: ActorError) -> None:
-        while bridge.in_flight >= bridge.limit:
-            if self._overflow is Overflow.FAIL:
-                raise MailboxFull(bridge.handle.name, "too many messages in flight")
-            waiter: asyncio.Future[None] = bridge.loop.create_future()
-            bridge.waiters.append(waiter)
-            try:
-                async with asyncio.timeout_at(deadline):
-                    await waiter
-            except TimeoutError:
-                raise err from None
-            bridge = self._check()
-
-    def tell_nowait(self, msg: M) -> None:
-        bridge = self._check()
-        if bridge.in_flight >= bridge.limit:
-            raise MailboxFull(bridge.handle.name, "too many messages in flight")
-        self._send(bridge, msg, None)
-
-    async def tell(self, msg: M, *, timeout: float | None = None) -> None:
-        bridge = self._check()
-        deadline = None if timeout is None else bridge.loop.time() + timeout
-        await self._acquire(bridge, deadline, MailboxFull(self.name, "no slot in time"))
-        self._send(bridge, msg, None)
-
-    async def ask(self, msg: M, *, timeout: float) -> Any:
-        bridge = self._check()
-        loop = bridge.loop
-        deadline = loop.time() + timeout
-        await self._acquire(bridge, deadline, AskTimeout(self.name, "no slot in time"))
-        reply: asyncio.Future[Any] = loop.create_future()
-        self._send(bridge, msg, reply)
-        timer = loop.call_at(deadline, _expire, reply, self.name)
-        try:
-            return await reply
-        finally:
-            timer.cancel()
+        return self._inc.handle.thread
 
     async def stop(self, timeout: float = 5.0) -> None:
         """Finish the current message, refuse the rest, end the thread and join it (off-loop)."""
-        bridge = self._bridge
+        bridge = self._inc
         bridge.handle.request_stop()
         loop = bridge.loop
         deadline = loop.time() + timeout
@@ -191,16 +141,6 @@ class ThreadedRef(Generic[M]):
         if thread is not None and thread.is_alive():
             # on_stop has run; the thread is returning. Join off the loop, never on it.
             await asyncio.to_thread(thread.join, max(0.0, deadline - loop.time()))
-
-    async def wait_stopped(self) -> None:
-        await self._bridge.stopped.wait()
-        if self._bridge.handle.outcome is not None:
-            raise self._bridge.handle.outcome
-
-
-def _expire(reply: asyncio.Future[Any], name: str) -> None:
-    if not reply.done():
-        reply.set_exception(AskTimeout(name, "no answer before the deadline"))
 
 
 async def spawn_threaded(
@@ -226,8 +166,8 @@ async def spawn_threaded(
     if handle.start_error is not None:
         raise handle.start_error
     cell = cell if cell is not None else ActorCell(name)
-    bridge = _Bridge(handle, loop, max_in_flight)
-    return ThreadedRef(bridge, overflow, cell, cell.advance())
+    bridge = _Bridge(handle, loop, max_in_flight, overflow)
+    return ThreadedRef(bridge, cell, cell.advance())
 
 
 def _set_threadsafe(loop: asyncio.AbstractEventLoop, event: asyncio.Event) -> None:
