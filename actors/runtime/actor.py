@@ -104,6 +104,9 @@ class _Core(Generic[M]):
     def has_room(self) -> bool:
         return len(self.mailbox) < self.maxsize
 
+    def depth(self) -> int:
+        return len(self.mailbox)
+
     def put(self, msg: M, reply: asyncio.Future[Any] | None) -> None:
         self.mailbox.append((msg, reply))
         if self.idle is not None and not self.idle.done():

@@ -83,6 +83,9 @@ class Ref(Child, Protocol[M_contra]):
 
     def rebind(self, cell: ActorCell) -> Ref[M_contra]: ...
 
+    @property
+    def mailbox_depth(self) -> int: ...
+
 
 class Incarnation(Protocol[M_contra]):
     """One incarnation as its refs see it: a bounded mailbox on a loop, and an outcome.
@@ -113,6 +116,8 @@ class Incarnation(Protocol[M_contra]):
     def outcome(self) -> BaseException | None: ...
 
     def has_room(self) -> bool: ...
+
+    def depth(self) -> int: ...
 
     def put(self, msg: M_contra, reply: asyncio.Future[Any] | None) -> None: ...
 
@@ -148,6 +153,11 @@ class BoundRef(Generic[M, IncT]):
     @property
     def is_alive(self) -> bool:
         return self._inc.alive and self._generation == self._cell.generation
+
+    @property
+    def mailbox_depth(self) -> int:
+        """Messages queued for this incarnation and not yet taken up (for introspection)."""
+        return self._inc.depth()
 
     def rebind(self, cell: ActorCell) -> Self:
         """A ref to the same incarnation as the newest occupant of ``cell`` (for supervisors)."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -169,6 +170,15 @@ class ThreadHandle:
                 self.listeners.append(listener)
                 return
         listener()
+
+    @property
+    def queued(self) -> int:
+        """Messages waiting on the thread behind the one in hand (thread-safe).
+
+        pykka's ``ThreadingActor`` inbox is a ``queue.Queue``; its size is what is queued.
+        """
+        inbox = self._pykka.actor_inbox
+        return inbox.qsize() if isinstance(inbox, queue.Queue) else 0
 
     def post(self, msg: Any, on_done: OnDone | None = None) -> None:
         """Queue ``msg``; ``on_done(result, error)`` runs on the actor's thread. Never blocks."""

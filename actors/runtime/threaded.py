@@ -72,6 +72,9 @@ class _Bridge:
     def has_room(self) -> bool:
         return self.in_flight < self.limit
 
+    def depth(self) -> int:
+        return self.handle.queued
+
     def put(self, msg: Any, reply: asyncio.Future[Any] | None) -> None:
         self.handle.post(msg, self.on_done(reply))
         self.in_flight += 1

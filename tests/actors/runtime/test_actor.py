@@ -263,6 +263,22 @@ async def test_an_ask_waiting_for_space_counts_against_its_deadline() -> None:
     await ref.stop()
 
 
+async def test_mailbox_depth_counts_the_messages_queued_behind_the_one_in_hand() -> None:
+    ref = await spawn(Probe(), name="probe")
+    assert ref.mailbox_depth == 0
+    block = Block()
+    ref.tell_nowait(block)
+    await asyncio.wait_for(block.entered.wait(), WAIT)
+    assert ref.mailbox_depth == 0  # the blocking message is in hand, not queued
+    ref.tell_nowait(Echo(value=1))
+    ref.tell_nowait(Echo(value=2))
+    assert ref.mailbox_depth == 2
+    block.release.set()
+    assert await ref.ask(Echo(value=3), timeout=WAIT) == 3
+    assert ref.mailbox_depth == 0
+    await ref.stop()
+
+
 async def test_a_ref_of_a_replaced_incarnation_is_stale() -> None:
     cell = ActorCell("slot")
     old = await spawn(Probe(), name="slot", cell=cell)

@@ -105,6 +105,22 @@ async def test_the_bridge_bounds_messages_in_flight() -> None:
     await ref.stop()
 
 
+async def test_mailbox_depth_counts_the_messages_waiting_on_the_thread() -> None:
+    worker = Worker()
+    ref = await spawn_threaded(worker, name="worker")
+    assert ref.mailbox_depth == 0
+    ref.tell_nowait("block")
+    await entered(worker)
+    assert ref.mailbox_depth == 0  # the blocking message is in hand, not queued
+    ref.tell_nowait("one")
+    ref.tell_nowait("two")
+    assert ref.mailbox_depth == 2
+    worker.gate.set()
+    assert await ref.ask("three", timeout=WAIT) == "three"
+    assert ref.mailbox_depth == 0
+    await ref.stop()
+
+
 async def test_a_stop_fails_the_asks_still_queued_on_the_thread() -> None:
     worker = Worker()
     ref = await spawn_threaded(worker, name="worker")
