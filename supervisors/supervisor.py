@@ -41,9 +41,9 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal, Self
 
 from actors.runtime.actor import Actor, spawn
+from actors.runtime.backoff import Backoff
 from actors.runtime.ref import ActorCell, Child, Ref
 from supervisors.policy import (
-    Backoff,
     RestartIntensity,
     RestartType,
     Strategy,

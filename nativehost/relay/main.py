@@ -73,10 +73,11 @@ async def _serve(home: Path, origin: str, out_fd: int) -> int:
     from actors.relay.relay_marks import RelayMarks
     from actors.relay.stdio_framer import StdioFramer, WriteFrame
     from actors.relay.uplink import ExtensionClosed, FromExtension, Uplink, UplinkMsg
+    from actors.runtime.backoff import Backoff
     from actors.runtime.errors import ActorError
     from actors.runtime.ref import Ref
     from nativehost.link import open_link
-    from supervisors.policy import Backoff, RestartIntensity, RestartType, Strategy
+    from supervisors.policy import RestartIntensity, RestartType, Strategy
     from supervisors.supervisor import ChildSpec, Supervisor
 
     done = asyncio.Event()

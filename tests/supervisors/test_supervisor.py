@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from actors.runtime.actor import Actor
+from actors.runtime.backoff import Backoff, Jitter
 from actors.runtime.errors import ActorCrashed, StaleActorRef
-from supervisors.policy import Backoff, Jitter, RestartIntensity, RestartType, Strategy
+from supervisors.policy import RestartIntensity, RestartType, Strategy
 from supervisors.supervisor import (
     ChildSpec,
     ChildStartFailed,
