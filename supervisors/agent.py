@@ -68,8 +68,9 @@ from actors.runtime.ref import Ref
 from actors.store.chat_store import ChatStore
 from messages.wire_inbound import ApprovalResponse, ChatSend, SessionStart, UserAnswer
 from messages.wire_outbound import AuthStatus, ModelInfo, OutboundModel
+from supervisors.children import ChildSpec
 from supervisors.policy import RestartIntensity, Strategy
-from supervisors.supervisor import ChildSpec, SupervisionEvent, Supervisor
+from supervisors.supervisor import SupervisionEvent, Supervisor
 from supervisors.turn_launch import TurnLauncher
 
 if TYPE_CHECKING:

@@ -36,13 +36,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import KW_ONLY, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, Self
 
 from actors.runtime.actor import Actor, spawn
-from actors.runtime.backoff import Backoff
 from actors.runtime.ref import ActorCell, Child, Ref
+from supervisors.children import ChildSpec, TaskChild
 from supervisors.policy import (
     RestartIntensity,
     RestartType,
@@ -52,19 +52,14 @@ from supervisors.policy import (
 )
 
 __all__ = [
-    "ChildSpec",
     "ChildStartFailed",
     "SupervisionEvent",
     "Supervisor",
     "SupervisorError",
     "SupervisorEscalation",
-    "TaskChild",
 ]
 
 log = logging.getLogger(__name__)
-
-StartFn = Callable[[], Awaitable[Child] | Actor[Any]]
-TaskFn = Callable[[], Coroutine[Any, Any, object]]
 
 
 class SupervisorError(Exception):
@@ -82,52 +77,6 @@ class SupervisorEscalation(SupervisorError):
 
 class ChildStartFailed(SupervisorError):
     """A child failed to start during ``start()``; the started ones were stopped."""
-
-
-@dataclass(frozen=True, slots=True)
-class ChildSpec:
-    """How to start a child: exactly one of ``start`` (returns a started Child, or an Actor to
-    spawn) and ``task`` (a coroutine factory run as a supervised task)."""
-
-    name: str
-    _: KW_ONLY
-    start: StartFn | None = None
-    task: TaskFn | None = None
-    restart: RestartType = RestartType.PERMANENT
-    shutdown_timeout: float = 5.0
-    backoff: Backoff | None = None
-
-    def __post_init__(self) -> None:
-        if (self.start is None) == (self.task is None):
-            raise ValueError(f"child {self.name!r}: give exactly one of start= and task=")
-
-
-class TaskChild:
-    """A coroutine running as a supervised task; ``stop`` cancels it (a task has no mailbox)."""
-
-    def __init__(self, name: str, task: asyncio.Task[object]) -> None:
-        self._name = name
-        self.task = task
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def is_alive(self) -> bool:
-        return not self.task.done()
-
-    async def stop(self, timeout: float = 5.0) -> None:
-        self.task.cancel()
-        await asyncio.wait([self.task], timeout=timeout)
-        if self.task.done() and not self.task.cancelled():
-            self.task.exception()  # retrieved: the supervisor asked for this end
-
-    async def wait_stopped(self) -> None:
-        """Return on a normal end (including cancellation); raise the task's exception."""
-        await asyncio.wait([self.task])
-        if not self.task.cancelled() and (exc := self.task.exception()) is not None:
-            raise exc
 
 
 @dataclass(slots=True)

@@ -39,8 +39,9 @@ from actors.runtime.errors import ActorError
 from messages.errors import ErrorCode
 from messages.wire_inbound import ChatSend
 from messages.wire_outbound import ChatDone, ChatQueued, EventActivity
+from supervisors.children import ChildSpec, TaskChild
 from supervisors.policy import RestartType, Strategy
-from supervisors.supervisor import ChildSpec, Supervisor, TaskChild
+from supervisors.supervisor import Supervisor
 
 if TYPE_CHECKING:
     from actors.agent.connection import Connection

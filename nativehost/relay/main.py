@@ -77,8 +77,9 @@ async def _serve(home: Path, origin: str, out_fd: int) -> int:
     from actors.runtime.errors import ActorError
     from actors.runtime.ref import Ref
     from nativehost.link import open_link
+    from supervisors.children import ChildSpec
     from supervisors.policy import RestartIntensity, RestartType, Strategy
-    from supervisors.supervisor import ChildSpec, Supervisor
+    from supervisors.supervisor import Supervisor
 
     done = asyncio.Event()
     exit_code = 0

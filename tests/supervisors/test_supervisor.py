@@ -11,9 +11,9 @@ import pytest
 from actors.runtime.actor import Actor
 from actors.runtime.backoff import Backoff, Jitter
 from actors.runtime.errors import ActorCrashed, StaleActorRef
+from supervisors.children import ChildSpec
 from supervisors.policy import RestartIntensity, RestartType, Strategy
 from supervisors.supervisor import (
-    ChildSpec,
     ChildStartFailed,
     SupervisionEvent,
     Supervisor,

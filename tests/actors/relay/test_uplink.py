@@ -15,8 +15,9 @@ from actors.relay.stdio_framer import WriteFrame
 from actors.relay.uplink import FromExtension, Uplink, UplinkMsg
 from actors.runtime.actor import Actor, spawn
 from actors.runtime.ref import Ref
+from supervisors.children import ChildSpec
 from supervisors.policy import RestartType
-from supervisors.supervisor import ChildSpec, Supervisor
+from supervisors.supervisor import Supervisor
 
 
 class Collector(Actor[WriteFrame]):
