@@ -1,8 +1,10 @@
 """What a supervisor supervises: a ``ChildSpec`` says how to start a child; a ``TaskChild`` is a
-coroutine run as a child.
+coroutine run as a child; a ``ChildSlot`` is one child's place in its supervisor.
 
 A child is anything that fits ``actors.runtime.ref.Child``: an actor's ref, a thread-bound
-actor's ref, a nested ``Supervisor``, or a ``TaskChild``.
+actor's ref, a nested ``Supervisor``, or a ``TaskChild``. The slot starts each incarnation into
+the child's ``ActorCell`` (so refs of the previous one are stale), watches it, and reports an
+end it did not cause as a ``ChildExited``; the supervisor's control task decides what follows.
 """
 
 from __future__ import annotations
@@ -12,12 +14,12 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
-from actors.runtime.actor import Actor
+from actors.runtime.actor import Actor, spawn
 from actors.runtime.backoff import Backoff
-from actors.runtime.ref import Child
+from actors.runtime.ref import ActorCell, Child, Ref
 from supervisors.policy import RestartType
 
-__all__ = ["ChildSpec", "StartFn", "TaskChild", "TaskFn"]
+__all__ = ["ChildExited", "ChildSlot", "ChildSpec", "StartFn", "TaskChild", "TaskFn"]
 
 StartFn = Callable[[], Awaitable[Child] | Actor[Any]]
 TaskFn = Callable[[], Coroutine[Any, Any, object]]
@@ -67,3 +69,76 @@ class TaskChild:
         await asyncio.wait([self.task])
         if not self.task.cancelled() and (exc := self.task.exception()) is not None:
             raise exc
+
+
+@dataclass(frozen=True, slots=True)
+class ChildExited:
+    """An incarnation ended by itself (``error``: its exception; None for a normal end)."""
+
+    name: str
+    instance: int
+    error: Exception | None
+
+
+class ChildSlot:
+    """One child's place in a supervisor: its spec and cell, the running incarnation and its
+    watcher. ``instance`` is bumped on every start and every deliberate stop, so an exit reported
+    for an earlier instance is one the supervisor caused, not a failure."""
+
+    __slots__ = ("attempt", "cell", "child", "instance", "spec", "watcher")
+
+    def __init__(self, spec: ChildSpec) -> None:
+        self.spec = spec
+        self.cell = ActorCell(spec.name)
+        self.child: Child | None = None
+        self.watcher: asyncio.Task[None] | None = None
+        self.instance = 0
+        self.attempt = 0  # consecutive restarts, for the backoff
+
+    async def start(self, on_exit: Callable[[ChildExited], None]) -> Child:
+        """Start an incarnation; ``on_exit`` hears of its end unless ``stop`` caused it."""
+        spec = self.spec
+        child: Child
+        if spec.task is not None:
+            loop = asyncio.get_running_loop()
+            child = TaskChild(spec.name, loop.create_task(spec.task(), name=f"task:{spec.name}"))
+        else:
+            assert spec.start is not None
+            made = spec.start()
+            if isinstance(made, Actor):
+                child = await spawn(made, name=spec.name, cell=self.cell)
+            else:
+                child = await made
+                if isinstance(child, Ref):
+                    child = child.rebind(self.cell)  # old refs to this slot become stale
+        self.instance += 1
+        self.child = child
+        self.watcher = asyncio.get_running_loop().create_task(
+            _watch(spec.name, self.instance, child, on_exit), name=f"watch:{spec.name}"
+        )
+        return child
+
+    def ended(self) -> None:
+        """The incarnation ended by itself (its ``ChildExited`` was handled)."""
+        self.child, self.watcher = None, None
+
+    async def stop(self) -> None:
+        """Stop the incarnation, if one runs: its shutdown timeout, then cancellation."""
+        child, self.child = self.child, None
+        self.instance += 1  # the exit this stop causes is ours, not a failure
+        if self.watcher is not None:
+            self.watcher.cancel()
+            self.watcher = None
+        if child is not None:
+            await child.stop(self.spec.shutdown_timeout)
+
+
+async def _watch(
+    name: str, instance: int, child: Child, on_exit: Callable[[ChildExited], None]
+) -> None:
+    error: Exception | None = None
+    try:
+        await child.wait_stopped()
+    except Exception as exc:
+        error = exc
+    on_exit(ChildExited(name, instance, error))

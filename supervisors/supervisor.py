@@ -40,9 +40,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self
 
-from actors.runtime.actor import Actor, spawn
-from actors.runtime.ref import ActorCell, Child, Ref
-from supervisors.children import ChildSpec, TaskChild
+from actors.runtime.ref import Child, Ref
+from supervisors.children import ChildExited, ChildSlot, ChildSpec
 from supervisors.policy import (
     RestartIntensity,
     RestartType,
@@ -77,23 +76,6 @@ class SupervisorEscalation(SupervisorError):
 
 class ChildStartFailed(SupervisorError):
     """A child failed to start during ``start()``; the started ones were stopped."""
-
-
-@dataclass(slots=True)
-class _Slot:
-    spec: ChildSpec
-    cell: ActorCell
-    child: Child | None = None
-    watcher: asyncio.Task[None] | None = None
-    instance: int = 0  # bumped on start and on a deliberate stop: older exit events are ignored
-    attempt: int = 0  # consecutive restarts, for the backoff
-
-
-@dataclass(frozen=True, slots=True)
-class _Exited:
-    name: str
-    instance: int
-    error: Exception | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,8 +122,8 @@ class Supervisor:
         self._strategy = strategy
         self._intensity = intensity if intensity is not None else RestartIntensity(3, 5.0)
         self._clock = clock
-        self._slots: dict[str, _Slot] = {}  # insertion order is start order
-        self._events: asyncio.Queue[_Exited | _Request] = asyncio.Queue()
+        self._slots: dict[str, ChildSlot] = {}  # insertion order is start order
+        self._events: asyncio.Queue[ChildExited | _Request] = asyncio.Queue()
         self._stop_requested = asyncio.Event()
         self._done = asyncio.Event()
         self._outcome: BaseException | None = None
@@ -297,7 +279,7 @@ class Supervisor:
         try:
             while True:
                 event = await self._events.get()
-                if isinstance(event, _Exited):
+                if isinstance(event, ChildExited):
                     await self._on_exit(event)
                 elif event.op == "stop":
                     break
@@ -342,51 +324,19 @@ class Supervisor:
     async def _add(self, spec: ChildSpec) -> Child:
         if spec.name in self._slots:
             raise ValueError(f"supervisor {self._name!r}: duplicate child {spec.name!r}")
-        slot = _Slot(spec, ActorCell(spec.name))
+        slot = ChildSlot(spec)
         await self._start_slot(slot)
         self._slots[spec.name] = slot
         self._changed()
         assert slot.child is not None
         return slot.child
 
-    async def _start_slot(self, slot: _Slot) -> None:
-        spec = slot.spec
-        child: Child
-        if spec.task is not None:
-            loop = asyncio.get_running_loop()
-            child = TaskChild(spec.name, loop.create_task(spec.task(), name=f"task:{spec.name}"))
-        else:
-            assert spec.start is not None
-            made = spec.start()
-            if isinstance(made, Actor):
-                child = await spawn(made, name=spec.name, cell=slot.cell)
-            else:
-                child = await made
-                if isinstance(child, Ref):
-                    child = child.rebind(slot.cell)  # old refs to this slot become stale
-        slot.instance += 1
-        slot.child = child
+    async def _start_slot(self, slot: ChildSlot) -> None:
+        await slot.start(self._events.put_nowait)
         self._changed()
-        slot.watcher = asyncio.get_running_loop().create_task(
-            self._watch(spec.name, slot.instance, child), name=f"watch:{spec.name}"
-        )
 
-    async def _watch(self, name: str, instance: int, child: Child) -> None:
-        error: Exception | None = None
-        try:
-            await child.wait_stopped()
-        except Exception as exc:
-            error = exc
-        self._events.put_nowait(_Exited(name, instance, error))
-
-    async def _stop_slot(self, slot: _Slot) -> None:
-        child, slot.child = slot.child, None
-        slot.instance += 1  # the exit this stop causes is ours, not a failure
-        if slot.watcher is not None:
-            slot.watcher.cancel()
-            slot.watcher = None
-        if child is not None:
-            await child.stop(slot.spec.shutdown_timeout)
+    async def _stop_slot(self, slot: ChildSlot) -> None:
+        await slot.stop()
         self._changed()
 
     async def _shutdown_all(self) -> None:
@@ -396,11 +346,11 @@ class Supervisor:
             except Exception:
                 log.exception("supervisor %r: stopping %r failed", self._name, name)
 
-    async def _on_exit(self, event: _Exited) -> None:
+    async def _on_exit(self, event: ChildExited) -> None:
         slot = self._slots.get(event.name)
         if slot is None or slot.instance != event.instance:
             return  # an incarnation we stopped ourselves
-        slot.child, slot.watcher = None, None
+        slot.ended()
         abnormal = event.error is not None
         if abnormal:
             log.warning("supervisor %r: child %r failed", self._name, event.name)
@@ -425,7 +375,7 @@ class Supervisor:
             if name in self._slots:
                 await self._restart(self._slots[name])
 
-    async def _restart(self, slot: _Slot) -> None:
+    async def _restart(self, slot: ChildSlot) -> None:
         while True:
             try:
                 await self._start_slot(slot)
@@ -438,7 +388,7 @@ class Supervisor:
                 if not await self._backoff(slot):
                     return
 
-    async def _backoff(self, slot: _Slot) -> bool:
+    async def _backoff(self, slot: ChildSlot) -> bool:
         """Wait the child's backoff delay; False if a stop was requested meanwhile."""
         if slot.spec.backoff is None:
             return not self._stop_requested.is_set()
