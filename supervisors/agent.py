@@ -69,8 +69,9 @@ from actors.store.chat_store import ChatStore
 from messages.wire_inbound import ApprovalResponse, ChatSend, SessionStart, UserAnswer
 from messages.wire_outbound import AuthStatus, ModelInfo, OutboundModel
 from supervisors.children import ChildSpec
+from supervisors.introspection import SupervisionEvent
 from supervisors.policy import RestartIntensity, Strategy
-from supervisors.supervisor import SupervisionEvent, Supervisor
+from supervisors.supervisor import Supervisor
 from supervisors.turn_launch import TurnLauncher
 
 if TYPE_CHECKING:

@@ -20,9 +20,10 @@ Promises (tested in ``tests/supervisors/test_supervisor.py``):
   child and ends with ``SupervisorEscalation`` from ``wait_stopped()`` / ``run()``. A supervisor is
   itself a ``Child`` (``ChildSpec(name, start=Supervisor(...).start)``), so its parent treats an
   escalation as a crash: supervisors nest.
-* **Observable.** An ``observer`` sees a :class:`SupervisionEvent` for every child exit it
-  handles (``exited``, abnormal or not), every ``restarted`` child, and the ``escalated`` end;
-  the fault harness checks restarts and escalations against the intensity with them.
+* **Observable.** An ``observer`` sees a ``supervisors.introspection.SupervisionEvent`` for
+  every child exit it handles (``exited``, abnormal or not), every ``restarted`` child, and the
+  ``escalated`` end; the fault harness checks restarts and escalations against the intensity
+  with them.
 * **No task without an owner.** Children's tasks, their watchers and the control task belong to
   the supervisor. ``CancelledError`` (and ``KeyboardInterrupt``) are not failures: cancelling
   ``run()`` stops the tree cleanly and propagates.
@@ -42,6 +43,8 @@ from typing import Any, Literal, Self
 
 from actors.runtime.ref import Child, Ref
 from supervisors.children import ChildExited, ChildSlot, ChildSpec
+from supervisors.errors import ChildStartFailed, SupervisorError, SupervisorEscalation
+from supervisors.introspection import SupervisionEvent
 from supervisors.policy import (
     RestartIntensity,
     RestartType,
@@ -50,32 +53,9 @@ from supervisors.policy import (
     should_restart,
 )
 
-__all__ = [
-    "ChildStartFailed",
-    "SupervisionEvent",
-    "Supervisor",
-    "SupervisorError",
-    "SupervisorEscalation",
-]
+__all__ = ["Supervisor"]
 
 log = logging.getLogger(__name__)
-
-
-class SupervisorError(Exception):
-    """Base of the supervisor's errors."""
-
-
-class SupervisorEscalation(SupervisorError):
-    """Restart intensity exceeded: the supervisor stopped its children and gave up."""
-
-    def __init__(self, name: str, cause: BaseException | None) -> None:
-        super().__init__(f"supervisor {name!r}: restart intensity exceeded")
-        self.supervisor_name = name
-        self.__cause__ = cause
-
-
-class ChildStartFailed(SupervisorError):
-    """A child failed to start during ``start()``; the started ones were stopped."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,18 +69,6 @@ class _Escalate(Exception):
     def __init__(self, cause: BaseException | None, child: str) -> None:
         self.cause = cause
         self.child = child
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SupervisionEvent:
-    """What a supervisor did: a child ``exited`` (``abnormal``: with an exception), was
-    ``restarted``, or the supervisor ``escalated`` (child: the one whose exit was one too many)."""
-
-    supervisor: str
-    child: str
-    kind: Literal["exited", "restarted", "escalated"]
-    at: float  # the supervisor's clock (monotonic seconds)
-    abnormal: bool = False
 
 
 class Supervisor:

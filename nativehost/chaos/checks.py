@@ -21,7 +21,7 @@ from nativehost.chaos.faults import MODEL_FAULTS, _Injected, _marker, _tag
 from nativehost.chaos.panels import Recorder, TurnRecord
 from nativehost.chaos.report import ChaosOptions, ChaosReport
 from nativehost.demo.model_server import ScriptedModelServer
-from supervisors.supervisor import SupervisionEvent
+from supervisors.introspection import SupervisionEvent
 
 __all__ = ["FD_SLACK", "RSS_SLACK_BYTES", "InvariantChecks", "PeerLike", "daemon_growth"]
 
