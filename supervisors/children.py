@@ -10,13 +10,15 @@ end it did not cause as a ``ChildExited``; the supervisor's control task decides
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from actors.runtime.actor import Actor, spawn
 from actors.runtime.backoff import Backoff
-from actors.runtime.ref import ActorCell, Child, Ref
+from actors.runtime.ref import ActorCell, BoundRef, Child, Ref
+from supervisors.introspection import RESTART_HISTORY, ChildInfo, ChildKind, Describable
 from supervisors.policy import RestartType
 
 __all__ = ["ChildExited", "ChildSlot", "ChildSpec", "StartFn", "TaskChild", "TaskFn"]
@@ -82,18 +84,38 @@ class ChildExited:
 
 class ChildSlot:
     """One child's place in a supervisor: its spec and cell, the running incarnation and its
-    watcher. ``instance`` is bumped on every start and every deliberate stop, so an exit reported
-    for an earlier instance is one the supervisor caused, not a failure."""
+    watcher, and its history for ``info``. ``instance`` is bumped on every start and every
+    deliberate stop, so an exit reported for an earlier instance is one the supervisor caused,
+    not a failure. ``clock`` is the supervisor's (monotonic seconds)."""
 
-    __slots__ = ("attempt", "cell", "child", "instance", "spec", "watcher")
+    __slots__ = (
+        "attempt",
+        "cell",
+        "child",
+        "clock",
+        "instance",
+        "kind",
+        "restart_times",
+        "restarting",
+        "restarts",
+        "spec",
+        "started_at",
+        "watcher",
+    )
 
-    def __init__(self, spec: ChildSpec) -> None:
+    def __init__(self, spec: ChildSpec, clock: Callable[[], float]) -> None:
         self.spec = spec
+        self.clock = clock
         self.cell = ActorCell(spec.name)
         self.child: Child | None = None
         self.watcher: asyncio.Task[None] | None = None
         self.instance = 0
         self.attempt = 0  # consecutive restarts, for the backoff
+        self.kind: ChildKind = "task" if spec.task is not None else "actor"  # set at each start
+        self.started_at = 0.0  # the clock when the current incarnation started
+        self.restarting = False  # set by the supervisor while it restarts this child
+        self.restarts = 0
+        self.restart_times: deque[float] = deque(maxlen=RESTART_HISTORY)
 
     async def start(self, on_exit: Callable[[ChildExited], None]) -> Child:
         """Start an incarnation; ``on_exit`` hears of its end unless ``stop`` caused it."""
@@ -111,8 +133,11 @@ class ChildSlot:
                 child = await made
                 if isinstance(child, Ref):
                     child = child.rebind(self.cell)  # old refs to this slot become stale
+            self.kind = _kind_of(child)
         self.instance += 1
         self.child = child
+        self.started_at = self.clock()
+        self.restarting = False
         self.watcher = asyncio.get_running_loop().create_task(
             _watch(spec.name, self.instance, child, on_exit), name=f"watch:{spec.name}"
         )
@@ -121,6 +146,11 @@ class ChildSlot:
     def ended(self) -> None:
         """The incarnation ended by itself (its ``ChildExited`` was handled)."""
         self.child, self.watcher = None, None
+
+    def restarted(self, wall_time: float) -> None:
+        """Count a restart that has started a new incarnation (``wall_time``: Unix seconds)."""
+        self.restarts += 1
+        self.restart_times.append(wall_time)
 
     async def stop(self) -> None:
         """Stop the incarnation, if one runs: its shutdown timeout, then cancellation."""
@@ -131,6 +161,30 @@ class ChildSlot:
             self.watcher = None
         if child is not None:
             await child.stop(self.spec.shutdown_timeout)
+
+    def info(self) -> ChildInfo:
+        """What ``Supervisor.describe`` shows of this child now."""
+        child = self.child
+        running = child is not None
+        return {
+            "name": self.spec.name,
+            "kind": self.kind,
+            "restart": self.spec.restart.value,
+            "state": "running" if running else "restarting" if self.restarting else "stopped",
+            "mailbox_depth": child.mailbox_depth if isinstance(child, Ref) else None,
+            "restarts": self.restarts,
+            "restart_times": list(self.restart_times),
+            "uptime_s": self.clock() - self.started_at if running else None,
+            "supervisor": child.describe() if isinstance(child, Describable) else None,
+        }
+
+
+def _kind_of(child: Child) -> ChildKind:
+    if isinstance(child, BoundRef):
+        return child.kind
+    if isinstance(child, Describable):
+        return "supervisor"
+    return "actor" if isinstance(child, Ref) else "task"
 
 
 async def _watch(

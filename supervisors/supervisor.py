@@ -44,7 +44,7 @@ from typing import Any, Literal, Self
 from actors.runtime.ref import Child, Ref
 from supervisors.children import ChildExited, ChildSlot, ChildSpec
 from supervisors.errors import ChildStartFailed, SupervisorError, SupervisorEscalation
-from supervisors.introspection import SupervisionEvent
+from supervisors.introspection import SupervisionEvent, SupervisorInfo
 from supervisors.policy import (
     RestartIntensity,
     RestartType,
@@ -184,6 +184,17 @@ class Supervisor:
         slot = self._slots.get(name)
         return slot is not None and slot.child is not None
 
+    def describe(self) -> SupervisorInfo:
+        """A snapshot of this supervisor and its children (nested supervisors described in
+        turn): plain, JSON-ready data; see ``supervisors.introspection``."""
+        return {
+            "name": self._name,
+            "strategy": self._strategy.value,
+            "max_restarts": self._intensity.max_restarts,
+            "within_seconds": self._intensity.within_seconds,
+            "children": [slot.info() for slot in self._slots.values()],
+        }
+
     async def wait_for(
         self,
         predicate: Callable[[Supervisor], bool],
@@ -292,7 +303,7 @@ class Supervisor:
     async def _add(self, spec: ChildSpec) -> Child:
         if spec.name in self._slots:
             raise ValueError(f"supervisor {self._name!r}: duplicate child {spec.name!r}")
-        slot = ChildSlot(spec)
+        slot = ChildSlot(spec, self._clock)
         await self._start_slot(slot)
         self._slots[spec.name] = slot
         self._changed()
@@ -309,8 +320,10 @@ class Supervisor:
 
     async def _shutdown_all(self) -> None:
         for name in reversed(list(self._slots)):
+            slot = self._slots[name]
+            slot.restarting = False  # whatever was planned, it ends here
             try:
-                await self._stop_slot(self._slots[name])
+                await self._stop_slot(slot)
             except Exception:
                 log.exception("supervisor %r: stopping %r failed", self._name, name)
 
@@ -331,6 +344,8 @@ class Supervisor:
         if not self._intensity.record(self._clock()):
             raise _Escalate(event.error, event.name)
         names = children_to_restart(self._strategy, list(self._slots), event.name)
+        for name in names:
+            self._slots[name].restarting = True
         for name in reversed(names):
             await self._stop_slot(self._slots[name])
         for name in names:
@@ -347,6 +362,7 @@ class Supervisor:
         while True:
             try:
                 await self._start_slot(slot)
+                slot.restarted(time.time())
                 self._tell(slot.spec.name, "restarted")
                 return
             except Exception as exc:

@@ -238,6 +238,7 @@ class ActorRef(BoundRef[M, "_Core[M]"]):
     """The only way to reach an actor. Cheap to copy; bound to one incarnation and generation."""
 
     __slots__ = ()
+    kind = "actor"
 
     async def stop(self, timeout: float = 5.0) -> None:
         """Stop after the current message; after ``timeout`` the task is cancelled. Idempotent.

@@ -20,7 +20,7 @@ import asyncio
 import enum
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Generic, Protocol, Self, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Generic, Literal, Protocol, Self, TypeVar, runtime_checkable
 
 from actors.runtime.errors import ActorError, ActorStopped, AskTimeout, MailboxFull, StaleActorRef
 
@@ -133,6 +133,8 @@ class BoundRef(Generic[M, IncT]):
     """A ref bound to one incarnation ``IncT`` and generation; subclasses say how to ``stop``."""
 
     __slots__ = ("_cell", "_generation", "_inc")
+    #: What runs behind the ref (shown by a supervisor's ``describe``).
+    kind: ClassVar[Literal["actor", "thread"]]
 
     def __init__(self, inc: IncT, cell: ActorCell, generation: int) -> None:
         self._inc = inc

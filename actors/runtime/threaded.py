@@ -123,6 +123,7 @@ class ThreadedRef(BoundRef[M, _Bridge]):
     """Same interface as ``actors.runtime.actor.ActorRef``, for a ``ThreadActor``."""
 
     __slots__ = ()
+    kind = "thread"
 
     @property
     def thread(self) -> threading.Thread | None:
