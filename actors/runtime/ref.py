@@ -10,8 +10,9 @@
 * **Overflow.** Mailboxes are bounded; ``Overflow`` says what a ``tell`` does when one is full.
 * **One shape for both kinds.** ``BoundRef`` holds what every ref does the same way — the
   generation check, ``tell_nowait``/``tell``/``ask`` against a bounded mailbox with deadlines,
-  ``wait_stopped``, ``rebind`` — over an ``Incarnation``: the asyncio actor's core or the pykka
-  bridge. The kinds differ only in how they stop.
+  ``wait_stopped``, ``rebind``, ``mailbox_depth`` — over an ``Incarnation``: the asyncio
+  actor's core or the pykka bridge. Each kind adds how it stops, and what is its own alone
+  (``ActorRef.add_done_callback``, ``ThreadedRef.thread``).
 """
 
 from __future__ import annotations
@@ -235,6 +236,7 @@ class BoundRef(Generic[M, IncT]):
                 return
 
     async def stop(self, timeout: float = 5.0) -> None:
+        """Each kind says how its incarnation stops (within ``timeout``, then by force)."""
         raise NotImplementedError
 
     async def wait_stopped(self) -> None:

@@ -25,9 +25,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from actors.runtime.errors import (
-    ActorStopped,
-)
+from actors.runtime.errors import ActorStopped
 from actors.runtime.ref import ActorCell, BoundRef, Overflow
 from actors.runtime.thread_actor import OnDone, ThreadActor, ThreadHandle
 
