@@ -12,7 +12,8 @@ import time
 from typing import Any
 
 from actors.runtime.actor import Actor, spawn
-from actors.runtime.threaded import ThreadActor, spawn_threaded
+from actors.runtime.thread_actor import ThreadActor
+from actors.runtime.threaded import spawn_threaded
 
 __all__ = ["main"]
 

@@ -56,8 +56,8 @@ RTT_GOAL_US = 150.0
 IDLE_EXIT_S = 30
 IMPORTTIME_REPEATS = 3
 #: What the relay imports before it can answer ``hello``: its own module, then what ``main`` and
-#: ``_serve`` import (origins, home, logger, framer, uplink, link, daemon for spawn_detached) and
-#: tenacity, which the Uplink's connector imports before the first connection.
+#: ``_serve`` import (origins, home, logger, framer, uplink, link, daemon for spawn_detached, the
+#: backoff policy that drives the Uplink's connector).
 RELAY_MODULES = (
     "nativehost.relay.main",
     "nativehost.home",
@@ -67,7 +67,7 @@ RELAY_MODULES = (
     "actors.relay.uplink",
     "nativehost.link",
     "nativehost.daemon.process",
-    "tenacity",
+    "actors.runtime.backoff",
 )
 BARE_IMPORTS = "import asyncio, orjson, msgpack"
 #: Times every ``compile`` (dataclasses generate their methods with exec) while the relay's

@@ -1,4 +1,4 @@
-"""Restart policy, pure (no asyncio): which children to restart, whether, how often, how soon.
+"""Restart policy, pure (no asyncio): which children to restart, whether, and how often.
 
 The rules are Erlang/OTP's (``supervisor`` behaviour, "Restart Strategy" and "Child
 Specification" in the OTP design principles):
@@ -22,21 +22,18 @@ TEMPORARY          no                 no
 An exit is *abnormal* when the child ended with an ``Exception``; a requested stop, a return and a
 cancellation are normal. Restart intensity: more than ``max_restarts`` restarts within
 ``within_seconds`` means restarting does not help, so the supervisor stops its children and fails
-upward. Backoff (not in OTP; for children that depend on something outside the process) spaces
-restarts with exponential growth and jitter so that many restarting children do not retry in step.
+upward. Backoff (not in OTP; for children that depend on something outside the process) is
+``actors.runtime.backoff.Backoff``, given per child in its ``ChildSpec``.
 """
 
 from __future__ import annotations
 
 import enum
-import random
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 __all__ = [
-    "Backoff",
-    "Jitter",
     "RestartIntensity",
     "RestartType",
     "Strategy",
@@ -100,40 +97,3 @@ class RestartIntensity:
     def recent(self) -> int:
         """Restarts recorded in the current window (as of the last ``record``)."""
         return len(self._times)
-
-
-class Jitter(enum.Enum):
-    NONE = "none"
-    FULL = "full"  # uniform in [0, capped exponential]
-    DECORRELATED = "decorrelated"  # uniform in [initial, previous delay * 3], capped
-
-
-@dataclass(slots=True)
-class Backoff:
-    """Exponential backoff with jitter (AWS Architecture Blog, "Exponential Backoff And Jitter").
-
-    ``delay(attempt)`` with attempt 0, 1, 2, ... for consecutive restarts. Pass a seeded
-    ``random.Random`` as ``rng`` for reproducible delays.
-    """
-
-    initial: float = 0.1
-    factor: float = 2.0
-    max_delay: float = 10.0
-    jitter: Jitter = Jitter.FULL
-    rng: random.Random = field(default_factory=random.Random)
-    _previous: float = field(default=0.0, init=False, repr=False)
-
-    def delay(self, attempt: int) -> float:
-        if attempt < 0:
-            raise ValueError("attempt must be >= 0")
-        capped = min(self.max_delay, self.initial * self.factor**attempt)
-        if self.jitter is Jitter.NONE:
-            result = capped
-        elif self.jitter is Jitter.FULL:
-            result = self.rng.uniform(0.0, capped)
-        else:
-            # Each delay grows from the previous one; attempt 0 starts a new series.
-            previous = self.initial if attempt == 0 else max(self._previous, self.initial)
-            result = min(self.max_delay, self.rng.uniform(self.initial, previous * 3.0))
-        self._previous = result
-        return result

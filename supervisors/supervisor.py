@@ -20,9 +20,10 @@ Promises (tested in ``tests/supervisors/test_supervisor.py``):
   child and ends with ``SupervisorEscalation`` from ``wait_stopped()`` / ``run()``. A supervisor is
   itself a ``Child`` (``ChildSpec(name, start=Supervisor(...).start)``), so its parent treats an
   escalation as a crash: supervisors nest.
-* **Observable.** An ``observer`` sees a :class:`SupervisionEvent` for every child exit it
-  handles (``exited``, abnormal or not), every ``restarted`` child, and the ``escalated`` end;
-  the fault harness checks restarts and escalations against the intensity with them.
+* **Observable.** An ``observer`` sees a ``supervisors.introspection.SupervisionEvent`` for
+  every child exit it handles (``exited``, abnormal or not), every ``restarted`` child, and the
+  ``escalated`` end; the fault harness checks restarts and escalations against the intensity
+  with them.
 * **No task without an owner.** Children's tasks, their watchers and the control task belong to
   the supervisor. ``CancelledError`` (and ``KeyboardInterrupt``) are not failures: cancelling
   ``run()`` stops the tree cleanly and propagates.
@@ -36,13 +37,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import KW_ONLY, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, Self
 
-from actors.runtime.actor import Actor, ActorCell, Child, Ref, spawn
+from actors.runtime.ref import Child, Ref
+from supervisors.children import ChildExited, ChildSlot, ChildSpec
+from supervisors.errors import ChildStartFailed, SupervisorError, SupervisorEscalation
+from supervisors.introspection import SupervisionEvent, SupervisorInfo
 from supervisors.policy import (
-    Backoff,
     RestartIntensity,
     RestartType,
     Strategy,
@@ -50,100 +53,9 @@ from supervisors.policy import (
     should_restart,
 )
 
-__all__ = [
-    "ChildSpec",
-    "ChildStartFailed",
-    "SupervisionEvent",
-    "Supervisor",
-    "SupervisorError",
-    "SupervisorEscalation",
-    "TaskChild",
-]
+__all__ = ["Supervisor"]
 
 log = logging.getLogger(__name__)
-
-StartFn = Callable[[], Awaitable[Child] | Actor[Any]]
-TaskFn = Callable[[], Coroutine[Any, Any, object]]
-
-
-class SupervisorError(Exception):
-    """Base of the supervisor's errors."""
-
-
-class SupervisorEscalation(SupervisorError):
-    """Restart intensity exceeded: the supervisor stopped its children and gave up."""
-
-    def __init__(self, name: str, cause: BaseException | None) -> None:
-        super().__init__(f"supervisor {name!r}: restart intensity exceeded")
-        self.supervisor_name = name
-        self.__cause__ = cause
-
-
-class ChildStartFailed(SupervisorError):
-    """A child failed to start during ``start()``; the started ones were stopped."""
-
-
-@dataclass(frozen=True, slots=True)
-class ChildSpec:
-    """How to start a child: exactly one of ``start`` (returns a started Child, or an Actor to
-    spawn) and ``task`` (a coroutine factory run as a supervised task)."""
-
-    name: str
-    _: KW_ONLY
-    start: StartFn | None = None
-    task: TaskFn | None = None
-    restart: RestartType = RestartType.PERMANENT
-    shutdown_timeout: float = 5.0
-    backoff: Backoff | None = None
-
-    def __post_init__(self) -> None:
-        if (self.start is None) == (self.task is None):
-            raise ValueError(f"child {self.name!r}: give exactly one of start= and task=")
-
-
-class TaskChild:
-    """A coroutine running as a supervised task; ``stop`` cancels it (a task has no mailbox)."""
-
-    def __init__(self, name: str, task: asyncio.Task[object]) -> None:
-        self._name = name
-        self.task = task
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def is_alive(self) -> bool:
-        return not self.task.done()
-
-    async def stop(self, timeout: float = 5.0) -> None:
-        self.task.cancel()
-        await asyncio.wait([self.task], timeout=timeout)
-        if self.task.done() and not self.task.cancelled():
-            self.task.exception()  # retrieved: the supervisor asked for this end
-
-    async def wait_stopped(self) -> None:
-        """Return on a normal end (including cancellation); raise the task's exception."""
-        await asyncio.wait([self.task])
-        if not self.task.cancelled() and (exc := self.task.exception()) is not None:
-            raise exc
-
-
-@dataclass(slots=True)
-class _Slot:
-    spec: ChildSpec
-    cell: ActorCell
-    child: Child | None = None
-    watcher: asyncio.Task[None] | None = None
-    instance: int = 0  # bumped on start and on a deliberate stop: older exit events are ignored
-    attempt: int = 0  # consecutive restarts, for the backoff
-
-
-@dataclass(frozen=True, slots=True)
-class _Exited:
-    name: str
-    instance: int
-    error: Exception | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,18 +69,6 @@ class _Escalate(Exception):
     def __init__(self, cause: BaseException | None, child: str) -> None:
         self.cause = cause
         self.child = child
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SupervisionEvent:
-    """What a supervisor did: a child ``exited`` (``abnormal``: with an exception), was
-    ``restarted``, or the supervisor ``escalated`` (child: the one whose exit was one too many)."""
-
-    supervisor: str
-    child: str
-    kind: Literal["exited", "restarted", "escalated"]
-    at: float  # the supervisor's clock (monotonic seconds)
-    abnormal: bool = False
 
 
 class Supervisor:
@@ -190,8 +90,8 @@ class Supervisor:
         self._strategy = strategy
         self._intensity = intensity if intensity is not None else RestartIntensity(3, 5.0)
         self._clock = clock
-        self._slots: dict[str, _Slot] = {}  # insertion order is start order
-        self._events: asyncio.Queue[_Exited | _Request] = asyncio.Queue()
+        self._slots: dict[str, ChildSlot] = {}  # insertion order is start order
+        self._events: asyncio.Queue[ChildExited | _Request] = asyncio.Queue()
         self._stop_requested = asyncio.Event()
         self._done = asyncio.Event()
         self._outcome: BaseException | None = None
@@ -284,6 +184,17 @@ class Supervisor:
         slot = self._slots.get(name)
         return slot is not None and slot.child is not None
 
+    def describe(self) -> SupervisorInfo:
+        """A snapshot of this supervisor and its children (nested supervisors described in
+        turn): plain, JSON-ready data; see ``supervisors.introspection``."""
+        return {
+            "name": self._name,
+            "strategy": self._strategy.value,
+            "max_restarts": self._intensity.max_restarts,
+            "within_seconds": self._intensity.within_seconds,
+            "children": [slot.info() for slot in self._slots.values()],
+        }
+
     async def wait_for(
         self,
         predicate: Callable[[Supervisor], bool],
@@ -347,7 +258,7 @@ class Supervisor:
         try:
             while True:
                 event = await self._events.get()
-                if isinstance(event, _Exited):
+                if isinstance(event, ChildExited):
                     await self._on_exit(event)
                 elif event.op == "stop":
                     break
@@ -392,65 +303,35 @@ class Supervisor:
     async def _add(self, spec: ChildSpec) -> Child:
         if spec.name in self._slots:
             raise ValueError(f"supervisor {self._name!r}: duplicate child {spec.name!r}")
-        slot = _Slot(spec, ActorCell(spec.name))
+        slot = ChildSlot(spec, self._clock)
         await self._start_slot(slot)
         self._slots[spec.name] = slot
         self._changed()
         assert slot.child is not None
         return slot.child
 
-    async def _start_slot(self, slot: _Slot) -> None:
-        spec = slot.spec
-        child: Child
-        if spec.task is not None:
-            loop = asyncio.get_running_loop()
-            child = TaskChild(spec.name, loop.create_task(spec.task(), name=f"task:{spec.name}"))
-        else:
-            assert spec.start is not None
-            made = spec.start()
-            if isinstance(made, Actor):
-                child = await spawn(made, name=spec.name, cell=slot.cell)
-            else:
-                child = await made
-                if isinstance(child, Ref):
-                    child = child.rebind(slot.cell)  # old refs to this slot become stale
-        slot.instance += 1
-        slot.child = child
+    async def _start_slot(self, slot: ChildSlot) -> None:
+        await slot.start(self._events.put_nowait)
         self._changed()
-        slot.watcher = asyncio.get_running_loop().create_task(
-            self._watch(spec.name, slot.instance, child), name=f"watch:{spec.name}"
-        )
 
-    async def _watch(self, name: str, instance: int, child: Child) -> None:
-        error: Exception | None = None
-        try:
-            await child.wait_stopped()
-        except Exception as exc:
-            error = exc
-        self._events.put_nowait(_Exited(name, instance, error))
-
-    async def _stop_slot(self, slot: _Slot) -> None:
-        child, slot.child = slot.child, None
-        slot.instance += 1  # the exit this stop causes is ours, not a failure
-        if slot.watcher is not None:
-            slot.watcher.cancel()
-            slot.watcher = None
-        if child is not None:
-            await child.stop(slot.spec.shutdown_timeout)
+    async def _stop_slot(self, slot: ChildSlot) -> None:
+        await slot.stop()
         self._changed()
 
     async def _shutdown_all(self) -> None:
         for name in reversed(list(self._slots)):
+            slot = self._slots[name]
+            slot.restarting = False  # whatever was planned, it ends here
             try:
-                await self._stop_slot(self._slots[name])
+                await self._stop_slot(slot)
             except Exception:
                 log.exception("supervisor %r: stopping %r failed", self._name, name)
 
-    async def _on_exit(self, event: _Exited) -> None:
+    async def _on_exit(self, event: ChildExited) -> None:
         slot = self._slots.get(event.name)
         if slot is None or slot.instance != event.instance:
             return  # an incarnation we stopped ourselves
-        slot.child, slot.watcher = None, None
+        slot.ended()
         abnormal = event.error is not None
         if abnormal:
             log.warning("supervisor %r: child %r failed", self._name, event.name)
@@ -463,6 +344,8 @@ class Supervisor:
         if not self._intensity.record(self._clock()):
             raise _Escalate(event.error, event.name)
         names = children_to_restart(self._strategy, list(self._slots), event.name)
+        for name in names:
+            self._slots[name].restarting = True
         for name in reversed(names):
             await self._stop_slot(self._slots[name])
         for name in names:
@@ -475,10 +358,11 @@ class Supervisor:
             if name in self._slots:
                 await self._restart(self._slots[name])
 
-    async def _restart(self, slot: _Slot) -> None:
+    async def _restart(self, slot: ChildSlot) -> None:
         while True:
             try:
                 await self._start_slot(slot)
+                slot.restarted(time.time())
                 self._tell(slot.spec.name, "restarted")
                 return
             except Exception as exc:
@@ -488,7 +372,7 @@ class Supervisor:
                 if not await self._backoff(slot):
                     return
 
-    async def _backoff(self, slot: _Slot) -> bool:
+    async def _backoff(self, slot: ChildSlot) -> bool:
         """Wait the child's backoff delay; False if a stop was requested meanwhile."""
         if slot.spec.backoff is None:
             return not self._stop_requested.is_set()

@@ -47,12 +47,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.runtime.actor import Actor
+from actors.runtime.backoff import Backoff
 from actors.runtime.live_ref import LiveRef
 from actors.runtime.logger import LogSink
 from actors.runtime.threaded import ThreadedRef, spawn_threaded
 from actors.store.journal_syncer import JournalSyncer, SyncJob
-from supervisors.policy import Backoff, RestartIntensity, RestartType, Strategy
-from supervisors.supervisor import ChildSpec, SupervisionEvent, Supervisor, TaskChild
+from supervisors.children import ChildSpec, TaskChild
+from supervisors.introspection import SupervisionEvent
+from supervisors.policy import RestartIntensity, RestartType, Strategy
+from supervisors.supervisor import Supervisor
 
 __all__ = [
     "AGENT_INTENSITY",

@@ -38,8 +38,10 @@ from actors.agent.turn_launch import TurnLauncher
 from actors.browser.cdp_proxy import Answered, ConnectionLost, EventArrived, ProxyMsg
 from actors.browser.tabs import BrowserCalls
 from actors.link.link_writer import ConnectionInfo, LinkWriter
-from actors.runtime.actor import Actor, ActorError, Overflow
+from actors.runtime.actor import Actor
+from actors.runtime.errors import ActorError
 from actors.runtime.live_ref import LiveRef
+from actors.runtime.ref import Overflow
 from messages.codec import MAX_OUTBOUND_FRAME, decode_message
 from messages.errors import ErrorCode, InvalidMessage, UnknownMessageType
 from messages.wire import parse_inbound

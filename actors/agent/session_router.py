@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.agent.route_table import LinkFacts, RegisterOutcome, RouteTable
-from actors.runtime.actor import Actor, Overflow
+from actors.runtime.actor import Actor
+from actors.runtime.ref import Overflow
 
 __all__ = ["DropLink", "Register", "RouterMsg", "SessionRouter", "Unregister"]
 

@@ -25,7 +25,7 @@ from actors.browser.tool_worker import (
     ToolResultView,
     WorkerMsg,
 )
-from actors.runtime.actor import ActorError
+from actors.runtime.errors import ActorError
 from actors.runtime.live_ref import LiveRef
 from actors.tools.catalog import ToolCatalog
 from actors.tools.pinned_tab import TurnBrowser

@@ -36,7 +36,7 @@ from actors.agent.turn_scheduler import (
     TurnBoard,
     TurnScheduler,
 )
-from actors.runtime.actor import ActorError
+from actors.runtime.errors import ActorError
 from actors.runtime.live_ref import LiveRef
 from actors.store.chat_store import ChatStore
 from messages.errors import ErrorCode

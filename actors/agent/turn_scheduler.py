@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.agent.turn_queue import CancelReason, Queued, Start, TurnQueue, TurnTicket
-from actors.runtime.actor import Actor, Overflow
+from actors.runtime.actor import Actor
+from actors.runtime.ref import Overflow
 from messages.errors import ErrorCode
 
 __all__ = [

@@ -38,7 +38,8 @@ from pydantic import BaseModel
 
 from actors.browser.call_table import CallState, CallTable
 from actors.link.link_writer import ConnectionInfo, LinkWriter
-from actors.runtime.actor import Actor, Overflow
+from actors.runtime.actor import Actor
+from actors.runtime.ref import Overflow
 from actors.tools.cdp import BrowserCallError
 from messages.errors import ErrorCode, FrameTooLarge, LocalError
 from messages.wire_inbound import CdpEvent, ToolResult

@@ -29,7 +29,7 @@ from actors.browser.cdp_proxy import (
     Subscribe,
     Unsubscribe,
 )
-from actors.runtime.actor import ActorError
+from actors.runtime.errors import ActorError
 from actors.runtime.live_ref import LiveRef
 from actors.tools.cdp import BrowserCallError
 from messages.errors import ErrorCode

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from actors.runtime.actor import Actor, Overflow
+from actors.runtime.actor import Actor
+from actors.runtime.ref import Overflow
 from actors.tools.catalog import ToolCatalog
 from actors.tools.files import FileSandbox
 from actors.tools.ledger import CallLedger

@@ -21,7 +21,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from actors.runtime.actor import Actor, Overflow
+from actors.runtime.actor import Actor
+from actors.runtime.ref import Overflow
 from messages.codec import Frame, NativeFrameDecoder, StreamBroken, encode_frame
 from messages.errors import FrameTooLarge
 

@@ -4,9 +4,10 @@ Every rule about what to forward, hold, answer or swallow lives in the pure
 :class:`actors.relay.relay_core.RelayCore`; this actor does the I/O around it (protocol.md section
 6):
 
-- The first connection and every reconnection run in a connector task with bounded, jittered
-  exponential backoff (tenacity). When nothing answers, the daemon is started (``start_daemon``;
-  the daemon's own lock makes several relays starting at once produce exactly one).
+- The first connection and every reconnection run in a connector task driven by a
+  :class:`actors.runtime.backoff.ReconnectPlan`: jittered exponential backoff within a time
+  budget. When nothing answers, the daemon is started (``start_daemon``, at most every 3 s; the
+  daemon's own lock makes several relays starting at once produce exactly one).
 - A handshake refused for a version mismatch is reported clearly in the log and retried: the
   daemon that refused a newer relay exits when idle, and the next attempt starts a current one.
 - When the bound runs out the relay gives up: ``on_give_up`` is called and the process exits,
@@ -39,12 +40,17 @@ from actors.relay.relay_core import (
     ToExtension,
 )
 from actors.relay.stdio_framer import WriteFrame
-from actors.runtime.actor import Actor, Overflow, Ref
+from actors.runtime.actor import Actor
+from actors.runtime.backoff import FIRST_CONNECT_BUDGET_S, RECONNECT_BUDGET_S, ReconnectPlan
+from actors.runtime.ref import Overflow, Ref
 from messages.link import LinkControl, LinkData
 
 __all__ = ["ExtensionClosed", "FromExtension", "Uplink"]
 
 log = logging.getLogger(__name__)
+
+#: What a connect attempt raises when no link came of it: retried within the budget.
+_NO_LINK = (OSError, TimeoutError, LinkBroken, LinkRefusedError)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,8 +103,8 @@ class Uplink(Actor[UplinkMsg]):
         connect: Callable[[], Awaitable[LinkStream]],
         start_daemon: Callable[[], None],
         on_give_up: Callable[[str], None],
-        reconnect_budget_s: float = 10.0,
-        first_connect_budget_s: float = 20.0,
+        reconnect_budget_s: float = RECONNECT_BUDGET_S,
+        first_connect_budget_s: float = FIRST_CONNECT_BUDGET_S,
         note_ended: Callable[[str, str | None], None] | None = None,
     ) -> None:
         self.core = core
@@ -141,11 +147,11 @@ class Uplink(Actor[UplinkMsg]):
         self._spawn(self._connector(budget_s), "uplink-connect")
 
     async def _connector(self, budget_s: float) -> None:
-        # The common case — a daemon already running — connects at the first try, without
-        # paying for tenacity's import (relay start-up time is what the user waits for).
+        # The common case — a daemon already running — connects at the first try; the plan
+        # (delays, budget, daemon starts) only begins when that try fails.
         try:
             stream = await self._connect()
-        except (OSError, TimeoutError, LinkBroken, LinkRefusedError) as exc:
+        except _NO_LINK as exc:
             log.info("first connect attempt failed (%s); retrying with backoff", exc)
         else:
             self._connecting = False
@@ -154,51 +160,30 @@ class Uplink(Actor[UplinkMsg]):
         await self._connect_with_backoff(budget_s)
 
     async def _connect_with_backoff(self, budget_s: float) -> None:
-        from tenacity import (
-            AsyncRetrying,
-            RetryError,
-            retry_if_exception_type,
-            stop_after_delay,
-            wait_random_exponential,
-        )
-
-        started_daemon_at = -1.0
-        attempt_no = 0
-
-        async def attempt() -> LinkStream:
-            nonlocal started_daemon_at, attempt_no
-            attempt_no += 1
+        plan = ReconnectPlan(budget_s=budget_s, now=time.monotonic())
+        while True:
             try:
-                return await self._connect()
+                stream = await self._connect()
             except LinkRefusedError as exc:
                 log.error("the daemon refused this relay: %s (will retry)", exc)
-                raise
+                error: Exception = exc
             except (OSError, TimeoutError, LinkBroken) as exc:
-                now = time.monotonic()
-                if started_daemon_at < 0 or now - started_daemon_at > 3.0:
+                error = exc
+                if plan.should_start_daemon(time.monotonic()):
                     log.info("no daemon answers (%s); starting one", exc)
-                    started_daemon_at = now
                     with contextlib.suppress(Exception):
                         await asyncio.to_thread(self._start_daemon)
-                raise
-
-        try:
-            async for trying in AsyncRetrying(
-                retry=retry_if_exception_type(
-                    (OSError, TimeoutError, LinkBroken, LinkRefusedError)
-                ),
-                wait=wait_random_exponential(multiplier=0.05, max=1.0),
-                stop=stop_after_delay(budget_s),
-                reraise=False,
-            ):
-                with trying:
-                    stream = await attempt()
-        except RetryError as exc:
-            self._connecting = False
-            await self._tell_self(_GiveUp(reason=f"no daemon after {budget_s:.0f} s: {exc}"))
-            return
+            else:
+                break
+            delay = plan.next_delay(time.monotonic())
+            if delay is None:
+                self._connecting = False
+                reason = f"no daemon after {budget_s:.0f} s: {type(error).__name__}: {error}"
+                await self._tell_self(_GiveUp(reason=reason))
+                return
+            await asyncio.sleep(delay)
         self._connecting = False
-        log.info("link up after %d attempt(s)", attempt_no)
+        log.info("link up after %d attempt(s)", plan.failures + 1)
         await self._tell_self(_LinkUp(stream=stream))
 
     async def _reader(self, stream: LinkStream) -> None:

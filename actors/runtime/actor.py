@@ -1,6 +1,6 @@
 """The asyncio actor runtime: one task per actor, a bounded mailbox, refs with generations.
 
-Promises (each one is tested in ``tests/actors/runtime/test_runtime.py``):
+Promises (each one is tested in ``tests/actors/runtime/test_actor.py``):
 
 * **One message at a time.** An actor's ``handle`` is never re-entered; its hooks run on the same
   task: ``on_start`` before the first message, ``on_stop`` after a requested stop, ``on_failure``
@@ -22,95 +22,36 @@ Promises (each one is tested in ``tests/actors/runtime/test_runtime.py``):
   The owner learns the outcome from ``wait_stopped()`` (raises the crash) or a done-callback.
 * **Cancellation is not a crash.** ``CancelledError`` (a forced stop) and ``KeyboardInterrupt``
   fail what the actor holds with ``ActorStopped`` and propagate; the outcome is a clean stop.
-* **Generations.** A name's *slot* is an ``ActorCell``; each incarnation spawned into (or
-  ``rebind``-ed to) the cell advances its generation and gets a ref stamped with it. A ref whose
-  generation is no longer the cell's raises ``StaleActorRef`` on ``tell``/``ask`` instead of
-  reaching the new incarnation, so a restart can never deliver a message meant for the old state.
+* **Generations** (``actors.runtime.ref``): each incarnation spawned into a cell gets a ref
+  stamped with the cell's new generation; refs of the previous ones raise ``StaleActorRef``.
 
 A deadline is part of every call's contract (``ask(msg, timeout=...)``), hence the ``timeout``
-parameters that ruff's ASYNC109 would rather see as ``asyncio.timeout`` blocks.
-
-Errors::
-
-    ActorError
-     +-- ActorStopped     the actor is stopping or stopped (definite: the message was not handled)
-     +-- AskTimeout       no answer before the deadline (outcome unknown)
-     +-- StaleActorRef    the ref names an incarnation that has been replaced
-     +-- MailboxFull      overflow policy FAIL (or a tell's own timeout under WAIT)
-     +-- ActorCrashed     the actor crashed while or before handling the message
+parameters that ruff's ASYNC109 would rather see as ``asyncio.timeout`` blocks. The errors are
+drawn in ``actors.runtime.errors``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 from collections import deque
 from collections.abc import Callable
-from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Generic, TypeVar
 
-__all__ = [
-    "Actor",
-    "ActorCell",
-    "ActorCrashed",
-    "ActorError",
-    "ActorRef",
-    "ActorStopped",
-    "AskTimeout",
-    "Child",
-    "MailboxFull",
-    "Overflow",
-    "Ref",
-    "StaleActorRef",
-    "spawn",
-]
+from actors.runtime.errors import (
+    ActorCrashed,
+    ActorError,
+    ActorStopped,
+)
+from actors.runtime.ref import ActorCell, BoundRef, Overflow
+
+__all__ = ["Actor", "ActorRef", "spawn"]
 
 M = TypeVar("M")
-M_contra = TypeVar("M_contra", contravariant=True)
 
 log = logging.getLogger(__name__)
 
 DoneCallback = Callable[[BaseException | None], None]
-
-
-class ActorError(Exception):
-    """Base of the runtime's errors; ``actor_name`` names the actor, the text nothing internal."""
-
-    def __init__(self, actor_name: str, detail: str) -> None:
-        super().__init__(f"actor {actor_name!r}: {detail}")
-        self.actor_name = actor_name
-
-
-class ActorStopped(ActorError):
-    """The actor is stopping or stopped; the message was not handled."""
-
-
-class AskTimeout(ActorError):
-    """No answer before the deadline; the actor may still handle the message later."""
-
-
-class StaleActorRef(ActorError):
-    """The ref's incarnation was replaced (restarted); look the name up again."""
-
-
-class MailboxFull(ActorError):
-    """The mailbox is full and the overflow policy (or the tell's timeout) says fail."""
-
-
-class ActorCrashed(ActorError):
-    """The actor crashed; ``cause`` is the exception (kept in-process, never sent on the wire)."""
-
-    def __init__(self, actor_name: str, cause: BaseException | None) -> None:
-        super().__init__(actor_name, "crashed")
-        self.cause = cause
-        self.__cause__ = cause
-
-
-class Overflow(enum.Enum):
-    """What a ``tell`` does when the mailbox is full."""
-
-    WAIT = "wait"
-    FAIL = "fail"
 
 
 class Actor(Generic[M]):
@@ -140,57 +81,6 @@ class Actor(Generic[M]):
             self._core.request_stop()
 
 
-class ActorCell:
-    """A named slot whose occupant changes across restarts; its generation counts incarnations."""
-
-    __slots__ = ("generation", "name")
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.generation = 0
-
-    def advance(self) -> int:
-        """Start a new incarnation: every ref of the previous ones becomes stale."""
-        self.generation += 1
-        return self.generation
-
-
-@runtime_checkable
-class Child(Protocol):
-    """What a supervisor needs from a child: a name, a stop and a way to learn the outcome."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def is_alive(self) -> bool: ...
-
-    async def stop(self, timeout: float = 5.0) -> None: ...
-
-    async def wait_stopped(self) -> None: ...
-
-
-@runtime_checkable
-class Ref(Child, Protocol[M_contra]):
-    """A messaging child: ``ActorRef`` and ``actors.runtime.threaded.ThreadedRef`` both fit."""
-
-    @property
-    def generation(self) -> int: ...
-
-    async def tell(self, msg: M_contra, *, timeout: float | None = None) -> None: ...
-
-    def tell_nowait(self, msg: M_contra) -> None: ...
-
-    async def ask(self, msg: M_contra, *, timeout: float) -> Any: ...
-
-    def rebind(self, cell: ActorCell) -> Ref[M_contra]: ...
-
-
-def _expire(reply: asyncio.Future[Any], name: str) -> None:
-    if not reply.done():
-        reply.set_exception(AskTimeout(name, "no answer before the deadline"))
-
-
 class _Core(Generic[M]):
     """One incarnation: its mailbox, task and outcome. Shared by every ref to that incarnation."""
 
@@ -200,6 +90,7 @@ class _Core(Generic[M]):
         self.loop = loop
         self.mailbox: deque[tuple[M, asyncio.Future[Any] | None]] = deque()
         self.maxsize = actor.mailbox_size
+        self.overflow = actor.overflow
         self.alive = True  # accepting messages
         self.stopping = False
         self.idle: asyncio.Future[None] | None = None
@@ -210,8 +101,14 @@ class _Core(Generic[M]):
         self.callbacks: list[DoneCallback] = []
         self.task: asyncio.Task[None] | None = None
 
-    def post(self, item: tuple[M, asyncio.Future[Any] | None]) -> None:
-        self.mailbox.append(item)
+    def has_room(self) -> bool:
+        return len(self.mailbox) < self.maxsize
+
+    def depth(self) -> int:
+        return len(self.mailbox)
+
+    def put(self, msg: M, reply: asyncio.Future[Any] | None) -> None:
+        self.mailbox.append((msg, reply))
         if self.idle is not None and not self.idle.done():
             self.idle.set_result(None)
 
@@ -337,102 +234,11 @@ class _Core(Generic[M]):
         self.callbacks.clear()
 
 
-class ActorRef(Generic[M]):
+class ActorRef(BoundRef[M, "_Core[M]"]):
     """The only way to reach an actor. Cheap to copy; bound to one incarnation and generation."""
 
-    __slots__ = ("_cell", "_core", "_generation")
-
-    def __init__(self, core: _Core[M], cell: ActorCell, generation: int) -> None:
-        self._core = core
-        self._cell = cell
-        self._generation = generation
-
-    def __repr__(self) -> str:
-        return f"<ActorRef {self._cell.name}#{self._generation}>"
-
-    @property
-    def name(self) -> str:
-        return self._cell.name
-
-    @property
-    def generation(self) -> int:
-        return self._generation
-
-    @property
-    def is_alive(self) -> bool:
-        return self._core.alive and self._generation == self._cell.generation
-
-    def rebind(self, cell: ActorCell) -> ActorRef[M]:
-        """A ref to the same incarnation as the newest occupant of ``cell`` (for supervisors)."""
-        return ActorRef(self._core, cell, cell.advance())
-
-    def _checked(self) -> _Core[M]:
-        if self._generation != self._cell.generation:
-            raise StaleActorRef(self._cell.name, f"generation {self._generation} was replaced")
-        core = self._core
-        if not core.alive:
-            raise ActorStopped(core.name, "not running")
-        return core
-
-    def tell_nowait(self, msg: M) -> None:
-        core = self._checked()
-        if len(core.mailbox) >= core.maxsize:
-            raise MailboxFull(core.name, "mailbox full")
-        core.post((msg, None))
-
-    async def tell(self, msg: M, *, timeout: float | None = None) -> None:
-        """Queue ``msg``; under ``Overflow.WAIT`` wait for space (``timeout`` -> MailboxFull)."""
-        core = self._checked()
-        if len(core.mailbox) < core.maxsize:
-            core.post((msg, None))
-            return
-        deadline = None if timeout is None else core.loop.time() + timeout
-        await self._put_waiting((msg, None), deadline, lambda: MailboxFull(core.name, "full"))
-
-    async def ask(self, msg: M, *, timeout: float) -> Any:
-        """Send ``msg`` and return the answer; the deadline covers waiting for mailbox space."""
-        core = self._checked()
-        loop = core.loop
-        reply: asyncio.Future[Any] = loop.create_future()
-        deadline = loop.time() + timeout
-        if len(core.mailbox) < core.maxsize:
-            core.post((msg, reply))
-        else:
-            await self._put_waiting(
-                (msg, reply), deadline, lambda: AskTimeout(core.name, "no mailbox space in time")
-            )
-        timer = loop.call_at(deadline, _expire, reply, core.name)
-        try:
-            return await reply
-        finally:
-            timer.cancel()
-
-    async def _put_waiting(
-        self,
-        item: tuple[M, asyncio.Future[Any] | None],
-        deadline: float | None,
-        on_timeout: Callable[[], ActorError],
-    ) -> None:
-        core = self._core
-        if core.actor.overflow is Overflow.FAIL:
-            raise MailboxFull(core.name, "mailbox full")
-        while True:
-            waiter: asyncio.Future[None] = core.loop.create_future()
-            core.space_waiters.append(waiter)
-            try:
-                async with asyncio.timeout_at(deadline):
-                    await waiter
-            except BaseException as exc:
-                if waiter.done() and not waiter.cancelled():
-                    core.wake_one_putter()  # pass on a wake-up we can no longer use
-                waiter.cancel()
-                if isinstance(exc, TimeoutError):
-                    raise on_timeout() from None
-                raise
-            core = self._checked()  # woken by a stop: raise ActorStopped
-            if len(core.mailbox) < core.maxsize:
-                core.post(item)
-                return
+    __slots__ = ()
+    kind = "actor"
 
     async def stop(self, timeout: float = 5.0) -> None:
         """Stop after the current message; after ``timeout`` the task is cancelled. Idempotent.
@@ -440,7 +246,7 @@ class ActorRef(Generic[M]):
         Acts on this ref's own incarnation only, so it is safe through a stale ref. Called from
         the actor's own task it only requests the stop (waiting would wait for itself).
         """
-        core = self._core
+        core = self._inc
         if core.stopped.is_set():
             return
         core.request_stop()
@@ -454,18 +260,12 @@ class ActorRef(Generic[M]):
             task.cancel()
             await asyncio.wait([task], timeout=timeout)
 
-    async def wait_stopped(self) -> None:
-        """Wait until this incarnation has ended; raise the crash if it crashed."""
-        await self._core.stopped.wait()
-        if self._core.outcome is not None:
-            raise self._core.outcome
-
     def add_done_callback(self, callback: DoneCallback) -> None:
         """Call ``callback(outcome)`` on the loop when the incarnation ends (now if it has)."""
-        if self._core.stopped.is_set():
-            callback(self._core.outcome)
+        if self._inc.stopped.is_set():
+            callback(self._inc.outcome)
         else:
-            self._core.callbacks.append(callback)
+            self._inc.callbacks.append(callback)
 
 
 async def spawn(actor: Actor[M], *, name: str, cell: ActorCell | None = None) -> ActorRef[M]:

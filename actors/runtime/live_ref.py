@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from typing import Any, Generic, Protocol, TypeVar
 
-from actors.runtime.actor import ActorError, ActorStopped, Child, Ref
+from actors.runtime.errors import ActorError, ActorStopped
+from actors.runtime.ref import Child, Ref
 
 __all__ = ["Directory", "LiveRef"]
 

@@ -35,14 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from actors.runtime.actor import ActorError
-from actors.runtime.threaded import (
-    ThreadActor,
-    ThreadedRef,
-    ThreadHandle,
-    spawn_threaded,
-    start_thread_actor,
-)
+from actors.runtime.errors import ActorError
+from actors.runtime.thread_actor import ThreadActor, ThreadHandle, start_thread_actor
+from actors.runtime.threaded import ThreadedRef, spawn_threaded
 
 __all__ = [
     "DEFAULT_MAX_BYTES",

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from actors.runtime.threaded import ThreadActor
+from actors.runtime.thread_actor import ThreadActor
 
 __all__ = ["JournalSyncer", "SyncJob"]
 

@@ -21,7 +21,7 @@
  *   - On `ready`, state listeners run BEFORE the queue is flushed, so a caller can re-register
  *     its sessions first (the queued chat.send then finds its session).
  *   - Keepalive: `ping{id}` every `keepaliveMs` while ready.
- *   - Reconnect after any drop, with exponential backoff bounded by `maxBackoffMs`; the attempt
+ *   - Reconnect after any drop, with Browy's one backoff policy (BACKOFF below); the attempt
  *     counter resets once `ready` is reached. After a reconnect the handshake runs again (section 5).
  *   - `close()` is idempotent and final: no reconnect follows.
  *
@@ -48,6 +48,15 @@ export const TRANSITIONS = Object.freeze({
   host_crashed: ['connecting', 'disconnected'],
   protocol_mismatch: ['connecting', 'disconnected'],
 });
+
+/**
+ * The reconnect backoff: Browy's one backoff policy (docs/architecture.md section 3), the same as
+ * actors/runtime/backoff.py `Backoff` in the host, with this place's numbers. Attempt n waits
+ * step = min(capMs, initialMs * factor ** n), jittered EQUAL: step / 2 + uniform [0, step / 2]
+ * (`Jitter.EQUAL`). Each attempt here starts a host process, so a delay keeps at least half its
+ * step; there is no time budget: the extension keeps trying until `close()`.
+ */
+export const BACKOFF = Object.freeze({ initialMs: 500, factor: 2, capMs: 30_000, jitter: 'equal' });
 
 /** States in which the user must act; messages are not queued then. */
 const NEEDS_USER = new Set(['host_missing', 'host_forbidden', 'protocol_mismatch']);
@@ -114,8 +123,8 @@ export class NativeConnection {
     this.onDrop = opts.onDrop ?? (() => {});
     this.keepaliveMs = opts.keepaliveMs ?? 20_000;
     this.helloTimeoutMs = opts.helloTimeoutMs ?? 10_000;
-    this.baseBackoffMs = opts.baseBackoffMs ?? 500;
-    this.maxBackoffMs = opts.maxBackoffMs ?? 30_000;
+    this.baseBackoffMs = opts.baseBackoffMs ?? BACKOFF.initialMs;
+    this.maxBackoffMs = opts.maxBackoffMs ?? BACKOFF.capMs;
     this.queueLimit = opts.queueLimit ?? 100;
     this.queueMaxAgeMs = opts.queueMaxAgeMs ?? 15_000;
     this.timers = opts.timers ?? {
@@ -346,11 +355,11 @@ export class NativeConnection {
     this.scheduleReconnect();
   }
 
-  /** The delay before reconnect attempt n (0-based): exponential, jittered, bounded. */
+  /** The delay before reconnect attempt n (0-based): BACKOFF's step, EQUAL jitter. */
   backoffMs(n = this.attempt) {
-    const exp = Math.min(this.maxBackoffMs, this.baseBackoffMs * 2 ** Math.min(n, 20));
-    // Jitter in [0.5, 1] of the step, never above the bound.
-    return Math.min(this.maxBackoffMs, Math.round(exp * (0.5 + this.random() / 2)));
+    const step = Math.min(this.maxBackoffMs, this.baseBackoffMs * BACKOFF.factor ** Math.min(n, 20));
+    // EQUAL jitter: in [0.5, 1] of the step, never above the cap.
+    return Math.min(this.maxBackoffMs, Math.round(step * (0.5 + this.random() / 2)));
   }
 
   scheduleReconnect() {

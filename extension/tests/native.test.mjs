@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createFakeChrome, createFakeTimers, flush } from './fake-chrome.mjs';
-import { NativeConnection, IllegalTransition, TRANSITIONS, classifyDisconnect } from '../lib/native.js';
+import { BACKOFF, NativeConnection, IllegalTransition, TRANSITIONS, classifyDisconnect } from '../lib/native.js';
 import { EXTENSION_ID } from '../lib/protocol.js';
 
 /** @param {Partial<import('../lib/native.js').NativeOptions>} [extra] */
@@ -146,6 +146,16 @@ test('reconnect backoff grows exponentially and is bounded', async () => {
   }
   assert.deepEqual(delays, [500, 1000, 2000, 4000, 8000, 8000, 8000, 8000]);
   for (let n = 0; n < 50; n++) assert.ok(conn.backoffMs(n) <= 8_000);
+});
+
+test('the reconnect backoff is the one policy: 500 ms doubling to 30 s, equal jitter', () => {
+  assert.deepEqual({ ...BACKOFF }, { initialMs: 500, factor: 2, capMs: 30_000, jitter: 'equal' });
+  const highest = setup().conn; // the defaults, random() = 1: the whole step
+  const steps = [500, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000];
+  assert.deepEqual(steps.map((_, n) => highest.backoffMs(n)), steps);
+  // Equal jitter: the lowest draw still waits half the step.
+  const lowest = setup({ random: () => 0 }).conn;
+  assert.deepEqual(steps.map((_, n) => lowest.backoffMs(n)), steps.map((s) => s / 2));
 });
 
 test('a successful handshake resets the backoff', async () => {

@@ -22,7 +22,7 @@ from nativehost.chaos.faults import MODEL_FAULTS, _Injected, _marker, _tag
 from nativehost.chaos.panels import Recorder, TurnRecord
 from nativehost.chaos.report import ChaosOptions, ChaosReport
 from nativehost.demo.model_server import ScriptedModelServer
-from supervisors.supervisor import SupervisionEvent
+from supervisors.introspection import SupervisionEvent
 from supervisors.trees import AGENT_INTENSITY, LINK_INTENSITY
 
 __all__ = ["FD_SLACK", "RSS_SLACK_BYTES", "InvariantChecks", "PeerLike", "daemon_growth"]

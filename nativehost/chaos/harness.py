@@ -99,7 +99,7 @@ from nativehost.chaos.report import INVARIANTS, ChaosOptions, ChaosReport, forma
 from nativehost.config import load_config
 from nativehost.daemon.server import DaemonServer
 from nativehost.demo.model_server import ScriptedModelServer
-from supervisors.supervisor import SupervisionEvent
+from supervisors.introspection import SupervisionEvent
 
 __all__ = [
     "ALL_FAULTS",

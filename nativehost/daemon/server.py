@@ -41,9 +41,11 @@ from actors.link.link_stream import LinkBroken, LinkStream, peer_uid
 from actors.link.link_writer import ConnectionInfo, LinkWriter
 from actors.link.listener import Listener
 from actors.model.types import ModelSettings
-from actors.runtime.actor import ActorError, ActorRef, Ref
+from actors.runtime.actor import ActorRef
+from actors.runtime.errors import ActorError
 from actors.runtime.live_ref import LiveRef
 from actors.runtime.logger import LogSink
+from actors.runtime.ref import Ref
 from actors.store.chat_store import ChatStore
 from messages.errors import ErrorCode
 from messages.link import (
@@ -59,7 +61,8 @@ from nativehost.config import Config, load_config
 from nativehost.daemon.settings import HostSettings
 from nativehost.home import ensure_private_dir, run_dir, socket_path
 from nativehost.link import tcp_endpoint_path
-from supervisors.supervisor import SupervisionEvent, Supervisor
+from supervisors.introspection import SupervisionEvent
+from supervisors.supervisor import Supervisor
 from supervisors.trees import AgentActors, DaemonTree, TurnsSupervisor, link_tree
 
 __all__ = ["DaemonServer", "model_settings"]

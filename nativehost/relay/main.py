@@ -77,9 +77,10 @@ async def _serve(home: Path, origin: str, out_fd: int, log_sink: LogSink | None 
     from actors.relay.relay_marks import RelayMarks
     from actors.relay.stdio_framer import StdioFramer, WriteFrame
     from actors.relay.uplink import ExtensionClosed, FromExtension, Uplink, UplinkMsg
-    from actors.runtime.actor import ActorError, Ref
+    from actors.runtime.backoff import FIRST_CONNECT_BUDGET_S, RECONNECT_BUDGET_S, link_backoff
+    from actors.runtime.errors import ActorError
+    from actors.runtime.ref import Ref
     from nativehost.link import open_link
-    from supervisors.policy import Backoff
     from supervisors.supervisor import Supervisor
     from supervisors.trees import relay_tree
 
@@ -136,8 +137,8 @@ async def _serve(home: Path, origin: str, out_fd: int, log_sink: LogSink | None 
             connect=connect,
             start_daemon=lambda: _spawn_daemon(home),
             on_give_up=on_give_up,
-            first_connect_budget_s=_env_seconds("BROWY_RELAY_CONNECT_S", 20.0),
-            reconnect_budget_s=_env_seconds("BROWY_RELAY_RECONNECT_S", 10.0),
+            first_connect_budget_s=_env_seconds("BROWY_RELAY_CONNECT_S", FIRST_CONNECT_BUDGET_S),
+            reconnect_budget_s=_env_seconds("BROWY_RELAY_RECONNECT_S", RECONNECT_BUDGET_S),
             note_ended=marks.add,
         )
 
@@ -145,7 +146,7 @@ async def _serve(home: Path, origin: str, out_fd: int, log_sink: LogSink | None 
         framer=lambda: framer,
         uplink=make_uplink,
         log_sink=log_sink,
-        backoff=Backoff(initial=0.05, factor=2.0, max_delay=1.0),
+        backoff=link_backoff(),  # the policy of the connector, too
     )
     await sup.start()
     framer.begin_reading()

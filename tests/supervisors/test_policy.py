@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 from supervisors.policy import (
-    Backoff,
-    Jitter,
     RestartIntensity,
     RestartType,
     Strategy,
@@ -75,34 +71,3 @@ def test_restarts_older_than_the_window_no_longer_count() -> None:
 
 def test_zero_restarts_allowed_escalates_at_the_first_failure() -> None:
     assert RestartIntensity(max_restarts=0, within_seconds=1.0).record(0.0) is False
-
-
-def test_backoff_without_jitter_grows_exponentially_up_to_the_cap() -> None:
-    backoff = Backoff(initial=0.1, factor=2.0, max_delay=0.5, jitter=Jitter.NONE)
-    assert [backoff.delay(a) for a in range(5)] == pytest.approx([0.1, 0.2, 0.4, 0.5, 0.5])
-
-
-def test_full_jitter_stays_within_zero_and_the_capped_exponential() -> None:
-    backoff = Backoff(initial=0.1, factor=2.0, max_delay=1.0, rng=random.Random(7))
-    for attempt in range(10):
-        assert 0.0 <= backoff.delay(attempt) <= min(1.0, 0.1 * 2.0**attempt)
-
-
-def test_decorrelated_jitter_stays_between_initial_and_the_cap() -> None:
-    backoff = Backoff(initial=0.1, max_delay=2.0, jitter=Jitter.DECORRELATED, rng=random.Random(3))
-    delays = [backoff.delay(attempt) for attempt in range(20)]
-    assert all(0.1 <= d <= 2.0 for d in delays)
-    assert max(delays) > 0.3  # it does grow
-
-
-def test_a_seeded_rng_makes_the_delays_reproducible() -> None:
-    def run() -> list[float]:
-        backoff = Backoff(rng=random.Random(42))
-        return [backoff.delay(a) for a in range(6)]
-
-    assert run() == run()
-
-
-def test_a_negative_attempt_is_an_error() -> None:
-    with pytest.raises(ValueError, match="attempt"):
-        Backoff().delay(-1)

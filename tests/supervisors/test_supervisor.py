@@ -8,15 +8,14 @@ from typing import Any
 
 import pytest
 
-from actors.runtime.actor import Actor, ActorCrashed, StaleActorRef
-from supervisors.policy import Backoff, Jitter, RestartIntensity, RestartType, Strategy
-from supervisors.supervisor import (
-    ChildSpec,
-    ChildStartFailed,
-    SupervisionEvent,
-    Supervisor,
-    SupervisorEscalation,
-)
+from actors.runtime.actor import Actor
+from actors.runtime.backoff import Backoff, Jitter
+from actors.runtime.errors import ActorCrashed, StaleActorRef
+from supervisors.children import ChildSpec
+from supervisors.errors import ChildStartFailed, SupervisorEscalation
+from supervisors.introspection import SupervisionEvent
+from supervisors.policy import RestartIntensity, RestartType, Strategy
+from supervisors.supervisor import Supervisor
 
 WAIT = 2.0
 

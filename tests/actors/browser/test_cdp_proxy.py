@@ -61,22 +61,19 @@ class Rig:
     def __init__(self, ext: FakeExtension) -> None:
         self.ext = ext
         self.subs = Subscriptions()
+        self.made: list[CDPProxy] = []  # each incarnation, oldest first
         self.sup = Supervisor(
             "link-1",
-            [
-                ChildSpec(
-                    "cdp-proxy-1",
-                    start=lambda: CDPProxy(
-                        info=ext.info,
-                        writer=ext,  # type: ignore[arg-type]
-                        subscriptions=self.subs,
-                    ),
-                )
-            ],
+            [ChildSpec("cdp-proxy-1", start=self._make)],
             intensity=RestartIntensity(10, 1.0),
         )
         self.proxy: LiveRef[Any] = LiveRef("cdp-proxy-1").bind(self.sup)
         self.calls = BrowserCalls(self.proxy)
+
+    def _make(self) -> CDPProxy:
+        proxy = CDPProxy(info=self.ext.info, writer=self.ext, subscriptions=self.subs)  # type: ignore[arg-type]
+        self.made.append(proxy)
+        return proxy
 
     async def answer(self, call: Any, **kw: Any) -> None:
         await self.proxy.tell(Answered(result=answer(call, **kw)))
@@ -85,8 +82,7 @@ class Rig:
         await self.proxy.ask(EventArrived(event=event), timeout=2)
 
     def pending(self) -> int:
-        actor = self.sup.ref("cdp-proxy-1")
-        return len(actor._core.actor.table.pending)  # type: ignore[attr-defined]
+        return self.made[-1].pending
 
 
 @pytest.fixture
@@ -350,7 +346,7 @@ async def test_a_crashed_proxy_reports_its_write_unknown_and_its_successor_drops
     )
     call = await rig.ext.next_call()
     old = rig.sup.ref("cdp-proxy-1")
-    old._core.actor.handle = _boom  # type: ignore[attr-defined]  # crash on the next message
+    rig.made[-1].handle = _boom  # type: ignore[method-assign]  # crash on the next message
     await old.tell("crash")
     with pytest.raises(BrowserCallError) as info:
         await write

@@ -1,8 +1,10 @@
-"""The Uplink under a supervisor: a crash restarts it without losing the panels' registrations."""
+"""The Uplink: its connector (no daemon: start one, link, or give up once the budget is spent), and
+under a supervisor a crash restarts it without losing the panels' registrations."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import orjson
@@ -11,9 +13,11 @@ from actors.link.link_stream import LinkStream
 from actors.relay.relay_core import LinkState, RelayCore
 from actors.relay.stdio_framer import WriteFrame
 from actors.relay.uplink import FromExtension, Uplink, UplinkMsg
-from actors.runtime.actor import Actor, Ref, spawn
+from actors.runtime.actor import Actor, spawn
+from actors.runtime.ref import Ref
+from supervisors.children import ChildSpec
 from supervisors.policy import RestartType
-from supervisors.supervisor import ChildSpec, Supervisor
+from supervisors.supervisor import Supervisor
 
 
 class Collector(Actor[WriteFrame]):
@@ -134,5 +138,91 @@ async def test_no_mark_is_kept_for_an_end_that_could_not_be_written_to_chrome() 
         assert noted == []
     finally:
         never.cancel()
+        await uplink.stop()
+        await framer.stop()
+
+
+class QuietStream:
+    """A linked daemon that says nothing: ``recv`` waits until closed; sends are recorded."""
+
+    def __init__(self) -> None:
+        self.sent: list[object] = []
+        self.got = asyncio.Event()
+        self.closed = asyncio.Event()
+
+    async def recv(self) -> None:
+        await self.closed.wait()
+
+    def send(self, env: object) -> None:
+        self.sent.append(env)
+        self.got.set()
+
+    async def drain(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+async def spawn_uplink(
+    connect: Any, *, budget_s: float
+) -> tuple[Ref[UplinkMsg], Ref[WriteFrame], list[float], asyncio.Future[str]]:
+    """An Uplink with a fresh core, its daemon starts recorded and its give-up as a future."""
+    daemon_starts: list[float] = []
+    gave_up: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    framer = await spawn(Collector(), name="framer")
+    uplink: Ref[UplinkMsg] | None = None
+    uplink = await spawn(
+        Uplink(
+            core=RelayCore(),
+            framer=lambda: framer,
+            self_ref=lambda: uplink,  # type: ignore[arg-type,return-value]
+            connect=connect,
+            start_daemon=lambda: daemon_starts.append(time.monotonic()),
+            on_give_up=lambda reason: gave_up.done() or gave_up.set_result(reason),
+            first_connect_budget_s=budget_s,
+        ),
+        name="uplink",
+    )
+    return uplink, framer, daemon_starts, gave_up
+
+
+async def test_with_no_daemon_the_uplink_starts_one_and_links_once_it_answers() -> None:
+    attempts = 0
+    stream = QuietStream()
+
+    async def connect() -> LinkStream:
+        nonlocal attempts
+        attempts += 1
+        if attempts <= 3:  # the first try, then two more while the daemon starts
+            raise ConnectionRefusedError("no daemon yet")
+        return stream  # type: ignore[return-value]
+
+    uplink, framer, daemon_starts, gave_up = await spawn_uplink(connect, budget_s=5.0)
+    try:
+        hello = orjson.dumps({"type": "hello", "client": "extension", "protocol": 1})
+        await uplink.ask(FromExtension(payload=hello), timeout=2)  # held until linked
+        async with asyncio.timeout(2):
+            await stream.got.wait()  # linked: the held hello went to the daemon
+        assert attempts == 4
+        assert len(daemon_starts) == 1  # started at the second failure, not again within 3 s
+        assert not gave_up.done()
+    finally:
+        await uplink.stop()
+        await framer.stop()
+
+
+async def test_the_uplink_gives_up_when_the_budget_is_spent() -> None:
+    async def connect() -> LinkStream:
+        raise ConnectionRefusedError("no daemon")
+
+    started = time.monotonic()
+    uplink, framer, daemon_starts, gave_up = await spawn_uplink(connect, budget_s=0.3)
+    try:
+        reason = await asyncio.wait_for(gave_up, 2)
+        assert reason.startswith("no daemon after 0 s: ConnectionRefusedError")
+        assert 0.3 <= time.monotonic() - started < 2
+        assert len(daemon_starts) == 1  # at most one start every 3 s
+    finally:
         await uplink.stop()
         await framer.stop()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from actors.runtime.logger import Flush, Logger, WriteLines, install_logging, redact
-from actors.runtime.threaded import start_thread_actor
+from actors.runtime.thread_actor import start_thread_actor
 
 
 @pytest.mark.parametrize(

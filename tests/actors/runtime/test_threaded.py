@@ -8,15 +8,10 @@ from typing import Any
 
 import pytest
 
-from actors.runtime.actor import (
-    ActorCell,
-    ActorCrashed,
-    ActorStopped,
-    AskTimeout,
-    MailboxFull,
-    Overflow,
-)
-from actors.runtime.threaded import ThreadActor, spawn_threaded, start_thread_actor
+from actors.runtime.errors import ActorCrashed, ActorStopped, AskTimeout, MailboxFull
+from actors.runtime.ref import ActorCell, Overflow
+from actors.runtime.thread_actor import ThreadActor, start_thread_actor
+from actors.runtime.threaded import spawn_threaded
 
 WAIT = 2.0
 
@@ -110,6 +105,22 @@ async def test_the_bridge_bounds_messages_in_flight() -> None:
     await ref.stop()
 
 
+async def test_mailbox_depth_counts_the_messages_waiting_on_the_thread() -> None:
+    worker = Worker()
+    ref = await spawn_threaded(worker, name="worker")
+    assert ref.mailbox_depth == 0
+    ref.tell_nowait("block")
+    await entered(worker)
+    assert ref.mailbox_depth == 0  # the blocking message is in hand, not queued
+    ref.tell_nowait("one")
+    ref.tell_nowait("two")
+    assert ref.mailbox_depth == 2
+    worker.gate.set()
+    assert await ref.ask("three", timeout=WAIT) == "three"
+    assert ref.mailbox_depth == 0
+    await ref.stop()
+
+
 async def test_a_stop_fails_the_asks_still_queued_on_the_thread() -> None:
     worker = Worker()
     ref = await spawn_threaded(worker, name="worker")
@@ -146,7 +157,7 @@ async def test_a_failing_thread_on_start_fails_the_spawn() -> None:
 
 
 async def test_a_rebound_threaded_ref_makes_the_old_one_stale() -> None:
-    from actors.runtime.actor import StaleActorRef
+    from actors.runtime.errors import StaleActorRef
 
     ref = await spawn_threaded(Worker(), name="worker", cell=ActorCell("worker"))
     cell = ActorCell("slot")

@@ -24,7 +24,7 @@ from nativehost.chaos.harness import (
 )
 from nativehost.chaos.peer import TurnRecord
 from nativehost.demo.model_script import load_script
-from supervisors.supervisor import SupervisionEvent
+from supervisors.introspection import SupervisionEvent
 
 CI_SEED = 1
 CI_OPTIONS = ChaosOptions(

@@ -8,18 +8,16 @@ from typing import Any
 
 import pytest
 
-from actors.runtime.actor import (
-    Actor,
-    ActorCell,
+from actors.runtime.actor import Actor, spawn
+from actors.runtime.errors import (
     ActorCrashed,
     ActorError,
     ActorStopped,
     AskTimeout,
     MailboxFull,
-    Overflow,
     StaleActorRef,
-    spawn,
 )
+from actors.runtime.ref import ActorCell, Overflow
 
 WAIT = 2.0  # generous upper bound for things that should happen at once
 
@@ -262,6 +260,22 @@ async def test_an_ask_waiting_for_space_counts_against_its_deadline() -> None:
     with pytest.raises(AskTimeout):
         await ref.ask(Echo(value="late"), timeout=0.02)
     block.release.set()
+    await ref.stop()
+
+
+async def test_mailbox_depth_counts_the_messages_queued_behind_the_one_in_hand() -> None:
+    ref = await spawn(Probe(), name="probe")
+    assert ref.mailbox_depth == 0
+    block = Block()
+    ref.tell_nowait(block)
+    await asyncio.wait_for(block.entered.wait(), WAIT)
+    assert ref.mailbox_depth == 0  # the blocking message is in hand, not queued
+    ref.tell_nowait(Echo(value=1))
+    ref.tell_nowait(Echo(value=2))
+    assert ref.mailbox_depth == 2
+    block.release.set()
+    assert await ref.ask(Echo(value=3), timeout=WAIT) == 3
+    assert ref.mailbox_depth == 0
     await ref.stop()
 
 
