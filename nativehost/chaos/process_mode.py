@@ -67,7 +67,7 @@ from nativehost.chaos.measure import (
 )
 from nativehost.chaos.relay_peer import ProcessPeer, RelayProtocol
 from nativehost.chaos.report import ChaosOptions, ChaosReport
-from nativehost.daemon.process import pid_path
+from nativehost.daemon.instance import pid_path
 from nativehost.demo.model_server import ScriptedModelServer
 
 __all__ = ["ProcessPeer", "RelayProtocol", "pid_alive", "run_process_chaos"]

@@ -250,7 +250,7 @@ def _real_model_section(env: Mapping[str, str]) -> str:
 
 async def wait_for_browser_link(home: Path, *, timeout: float = 30.0) -> None:
     """Until the daemon of *home* runs and has at least one browser connection."""
-    from nativehost.daemon.process import is_running
+    from nativehost.daemon.instance import is_running
     from nativehost.link import query_daemon
 
     deadline = time.monotonic() + timeout

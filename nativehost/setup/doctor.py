@@ -17,7 +17,6 @@ None of them changes anything on disk.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import stat
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from nativehost.config import Config, ConfigError, load_config
+from nativehost.daemon import instance
 from nativehost.home import run_dir, socket_path
 from nativehost.origins import HOST_NAME, OUR_EXTENSION_ID, extension_id_of
 from nativehost.setup.install import MANIFEST_NAME, read_install_record
@@ -278,13 +278,7 @@ def _check_run_dir(home: Path) -> list[Check]:
 DaemonStatusFn = Callable[[Path], object]
 
 
-def _check_daemon(home: Path, daemon_status: DaemonStatusFn | None) -> Check:
-    if daemon_status is None:
-        try:
-            module = importlib.import_module("nativehost.daemon.process")
-        except ImportError:
-            return Check("daemon", False, "daemon module unavailable", "reinstall browy")
-        daemon_status = module.daemon_status
+def _check_daemon(home: Path, daemon_status: DaemonStatusFn) -> Check:
     try:
         status = daemon_status(home)
     except Exception as exc:  # a doctor reports, it does not crash
@@ -396,8 +390,7 @@ def run_checks(
 ) -> list[Check]:
     """Every check, in order. *env* is the shell environment (default ``os.environ``), used to
     tell settings that exist only there; *daemon_status* defaults to
-    ``nativehost.daemon.process.daemon_status``, imported here so a missing module is a failed
-    check."""
+    :func:`nativehost.daemon.instance.daemon_status`."""
     env = os.environ if env is None else env
     checks: list[Check] = []
 
@@ -441,7 +434,7 @@ def run_checks(
         checks.extend(check_manifest(label, manifest_file, config_origins))
 
     checks.extend(_check_run_dir(home))
-    checks.append(_check_daemon(home, daemon_status))
+    checks.append(_check_daemon(home, daemon_status or instance.daemon_status))
     if config is not None:
         checks.extend(_check_model(home, config, env))
     native_found = bool(platform.installed_browsers()) or bool(manifests)
