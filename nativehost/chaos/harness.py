@@ -76,7 +76,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from actors.store.chat_store import ChatStore, sessions_dir
-from nativehost.chaos.checks import InvariantChecks, PeerLike
 from nativehost.chaos.faults import (
     ALL_FAULTS,
     BROWSER_FAULTS,
@@ -93,9 +92,9 @@ from nativehost.chaos.faults import (
     turn_steps,
 )
 from nativehost.chaos.measure import _fds, _rss, deep_size
-from nativehost.chaos.panels import Recorder
 from nativehost.chaos.peer import ChaosPeer
 from nativehost.chaos.report import INVARIANTS, ChaosOptions, ChaosReport, format_table
+from nativehost.chaos.run import ChaosRun
 from nativehost.config import load_config
 from nativehost.daemon.server import DaemonServer
 from nativehost.demo.model_server import ScriptedModelServer
@@ -119,25 +118,17 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-class _Run(InvariantChecks):
+class _Run(ChaosRun):
     """One in-process run (see the module docstring)."""
 
     def __init__(self, opts: ChaosOptions, home: Path) -> None:
-        self.opts = opts
-        self.home = home
-        self.rng = random.Random(opts.seed)
-        self.recorder = Recorder()
+        super().__init__(opts, home)
         self.fsync = FaultyFsync()
-        self.injected: list[_Injected] = []
         self.peers: list[ChaosPeer] = []
-        self.session_peer: dict[str, tuple[PeerLike, int]] = {}
         self.server: DaemonServer | None = None
         self._hubs: list[AgentHub] = []  # every daemon of the run (one, unless one escalated)
         self._stopping = False
         self.daemon_restarts = 0
-        self.model: ScriptedModelServer | None = None
-        self.model_faults: dict[tuple[int, int], str] = {}
-        self.stop_sending = 0.0
 
     # -- setup ----------------------------------------------------------------------------------
 
@@ -273,14 +264,6 @@ class _Run(InvariantChecks):
             with contextlib.suppress(Exception):
                 await ref.stop(timeout=1.0)
         self.injected.append(_Injected("actor_crash", time.monotonic(), target))
-
-    async def _faults(self) -> None:
-        start = time.monotonic()
-        for at, kind in self._schedule():
-            delay = start + at - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            await self._inject(kind)
 
     # -- the run --------------------------------------------------------------------------------
 

@@ -56,7 +56,6 @@ from nativehost.chaos.faults import (
     _tag,
     turn_steps,
 )
-from nativehost.chaos.harness import _Run
 from nativehost.chaos.measure import (
     _cmdline,
     _harness_fds,
@@ -67,6 +66,7 @@ from nativehost.chaos.measure import (
 )
 from nativehost.chaos.relay_peer import ProcessPeer, RelayProtocol
 from nativehost.chaos.report import ChaosOptions, ChaosReport
+from nativehost.chaos.run import ChaosRun
 from nativehost.daemon.instance import pid_path
 from nativehost.demo.model_server import ScriptedModelServer
 
@@ -81,7 +81,7 @@ AFTER_ERROR_S = 0.3
 _MODEL_ENV = ("BROWY_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 
 
-class _ProcessRun(_Run):
+class _ProcessRun(ChaosRun):
     """One process-mode run (see the module docstring)."""
 
     def __init__(self, opts: ChaosOptions, home: Path) -> None:
