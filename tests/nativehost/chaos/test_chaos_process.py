@@ -12,7 +12,8 @@ import pytest
 
 from nativehost.chaos.faults import PROCESS_FAULTS
 from nativehost.chaos.harness import main
-from nativehost.chaos.process_mode import pid_alive, run_process_chaos
+from nativehost.chaos.measure import pid_alive
+from nativehost.chaos.process_mode import run_process_chaos
 from nativehost.chaos.report import ChaosOptions, ChaosReport, format_table
 
 CI_OPTIONS = ChaosOptions(
