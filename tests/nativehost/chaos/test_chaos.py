@@ -15,7 +15,7 @@ from nativehost.chaos.faults import IN_PROCESS_FAULTS, _Injected, turn_steps
 from nativehost.chaos.harness import main
 from nativehost.chaos.in_process import run_chaos
 from nativehost.chaos.measure import deep_size
-from nativehost.chaos.peer import TurnRecord
+from nativehost.chaos.panels import TurnRecord
 from nativehost.chaos.report import ChaosOptions, ChaosReport, format_table
 from nativehost.demo.model_server import load_script
 from supervisors.supervisor import SupervisionEvent
