@@ -132,7 +132,7 @@ def main(
     platform: Platform | None = None,
 ) -> int:
     """Run ``browy``; returns the exit code (the console script passes it to ``sys.exit``)."""
-    from nativehost.config import ConfigError
+    from nativehost.config_schema import ConfigError
     from nativehost.setup.install import InstallError
 
     ctx = Context(

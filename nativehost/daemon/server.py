@@ -45,7 +45,8 @@ from messages.link import (
     LinkRefused,
     LinkWelcome,
 )
-from nativehost.config import Config, load_config
+from nativehost.config import load_config
+from nativehost.config_schema import Config
 from nativehost.daemon.settings import HostSettings
 from nativehost.home import ensure_private_dir, run_dir, socket_path
 from nativehost.link import tcp_endpoint_path

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nativehost.config import Config, ConfigError, config_path, load_config, set_config_value
+from nativehost.config import config_path, load_config, set_config_value
+from nativehost.config_schema import Config, ConfigError
 from nativehost.setup.doctor import run_checks
 from nativehost.setup.platforms import Platform
 

@@ -146,7 +146,8 @@ def demo_script(site_url: str) -> dict[str, Any]:
 
 def model_is_configured(env: Mapping[str, str]) -> bool:
     """True when the user has a model set up (the environment or their config.toml)."""
-    from nativehost.config import ConfigError, load_config
+    from nativehost.config import load_config
+    from nativehost.config_schema import ConfigError
     from nativehost.home import browy_home
 
     try:

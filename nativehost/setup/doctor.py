@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from nativehost.config import Config, ConfigError, load_config
+from nativehost.config import load_config
+from nativehost.config_schema import Config, ConfigError
 from nativehost.daemon import instance
 from nativehost.home import run_dir, socket_path
 from nativehost.origins import HOST_NAME, OUR_EXTENSION_ID, extension_id_of

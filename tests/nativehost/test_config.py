@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 from nativehost.config import (
     BROWY_PUBLISHED_IDS,
     OUR_EXTENSION_ID,
-    ConfigError,
     dumps_toml,
     load_config,
     redacted_dict,
     set_config_value,
 )
+from nativehost.config_schema import ConfigError
 from nativehost.origins import effective_extension_ids, read_allowed_origins
 
 OTHER_ID = "abcdefghijklmnopabcdefghijklmnop"
