@@ -19,7 +19,7 @@ variable) and the field, e.g.::
     /home/u/.browy/config.toml: [daemon] idle_exit_seconds = 'soon': Input should be a valid number
 
 The relay must not import this module (pydantic is slow to import): it uses
-:mod:`nativehost.origins`, whose names are re-exported here for everyone else.
+:mod:`nativehost.origins`.
 """
 
 from __future__ import annotations
@@ -34,23 +34,13 @@ from typing import Any
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from nativehost.config_schema import Config, ConfigError
-from nativehost.origins import (
-    BROWY_PUBLISHED_IDS,
-    CONFIG_FILE_NAME,
-    HOST_NAME,
-    OUR_EXTENSION_ID,
-    read_allowed_origins,
-)
+from nativehost.origins import CONFIG_FILE_NAME
 
 __all__ = [
-    "BROWY_PUBLISHED_IDS",
     "ENV_OVERRIDES",
-    "HOST_NAME",
-    "OUR_EXTENSION_ID",
     "config_path",
     "dumps_toml",
     "load_config",
-    "read_allowed_origins",
     "read_config_file",
     "redacted_dict",
     "set_config_value",
