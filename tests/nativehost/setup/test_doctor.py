@@ -12,16 +12,10 @@ import pytest
 
 from nativehost.config import set_config_value
 from nativehost.origins import OUR_EXTENSION_ID
-from nativehost.setup.doctor import (
-    CHROME_FORBIDDEN,
-    CHROME_NOT_FOUND,
-    CHROME_START_FAILED,
-    Check,
-    exit_code,
-    format_checks,
-    run_checks,
-)
+from nativehost.setup.check import Check, exit_code, format_checks
+from nativehost.setup.doctor import run_checks
 from nativehost.setup.install import install_host
+from nativehost.setup.manifest_checks import CHROME_FORBIDDEN, CHROME_NOT_FOUND, CHROME_START_FAILED
 from nativehost.setup.platforms import OSName, Platform
 
 OUR_ORIGIN = f"chrome-extension://{OUR_EXTENSION_ID}/"
