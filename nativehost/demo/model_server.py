@@ -10,8 +10,8 @@ faults answer both.
 
 The script itself (its format: steps with text, tool calls, thinking, usage, faults and matching
 rules) and the rule that picks the step answering a request are described in
-:mod:`nativehost.demo.model_script`. This module is the HTTP side: routing, checks, the timing of
-the scripted faults, and the command line.
+:mod:`nativehost.demo.model_script`. This module is the HTTP side: routing, checks and the command
+line; the timing of the scripted faults is :mod:`nativehost.demo.model_server_delivery`.
 
 Observability for tests: :attr:`ScriptedModelServer.requests` holds every request body received,
 :attr:`~ScriptedModelServer.request_times` their arrival (loop time) (both empty with
@@ -55,6 +55,7 @@ from nativehost.demo.model_script import (
     parse_step,
     split_words,
 )
+from nativehost.demo.model_server_delivery import StepDelivery
 
 __all__ = [
     "Fault",
@@ -106,6 +107,7 @@ class ScriptedModelServer:
         self._queue = StepQueue(self.script.steps)
         self._runner: web.AppRunner | None = None
         self._stopping = asyncio.Event()
+        self._delivery = StepDelivery(self._stopping, self._note_disconnect)
         self._ids = itertools.count(1)
         self.base_url = ""
 
@@ -192,8 +194,9 @@ class ScriptedModelServer:
                 options = body.get("stream_options") or {}
                 include_usage = bool(options.get("include_usage"))
                 chunks = openai_api.chunks(step, model, self._ids, include_usage)
-                return await self._stream(request, step, [openai_api.data_event(c) for c in chunks])
-            if not await self._ready_to_answer(request, step):
+                events = [openai_api.data_event(c) for c in chunks]
+                return await self._delivery.stream(request, step, events)
+            if not await self._delivery.ready_to_answer(request, step):
                 return web.Response()  # aiohttp finds the transport gone and drops it quietly
             return _json(openai_api.completion(step, model, self._ids))
         except asyncio.CancelledError:
@@ -219,8 +222,8 @@ class ScriptedModelServer:
             if body.get("stream"):
                 events = anthropic_api.events(step, model, self._ids)
                 sse = [anthropic_api.sse(e) for e in events]
-                return await self._stream(request, step, sse, anthropic=True)
-            if not await self._ready_to_answer(request, step):
+                return await self._delivery.stream(request, step, sse, anthropic=True)
+            if not await self._delivery.ready_to_answer(request, step):
                 return web.Response()
             return _json(anthropic_api.message_body(step, model, self._ids))
         except asyncio.CancelledError:
@@ -269,76 +272,6 @@ class ScriptedModelServer:
             return error(status.status, status.message or f"scripted HTTP {status.status}", headers)
         return step
 
-    async def _ready_to_answer(self, request: web.Request, step: Step) -> bool:
-        """Play the faults of a non-streamed answer (delay, hang, disconnect); return whether to
-        send it (else the connection is aborted)."""
-        delay = step.fault("delay")
-        if delay is not None and delay.first_chunk_s:
-            await asyncio.sleep(delay.first_chunk_s)
-        if step.fault("hang") is not None:
-            await self._stopping.wait()
-        if step.fault("disconnect") is not None or self._stopping.is_set():
-            _abort(request)
-            return False
-        return True
-
-    async def _stream(
-        self, request: web.Request, step: Step, events: list[bytes], *, anthropic: bool = False
-    ) -> web.StreamResponse:
-        """Stream the encoded SSE *events* with the step's delays and faults, then end the stream
-        (OpenAI's with ``data: [DONE]``)."""
-        response = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
-        )
-        await response.prepare(request)
-        delay = step.fault("delay") or Fault(kind="delay")
-        try:
-            for n, event in enumerate(events):
-                if not await self._fault_point(request, response, step, n, anthropic=anthropic):
-                    return response
-                pause = delay.first_chunk_s if n == 0 else delay.between_chunks_s
-                if pause:
-                    await asyncio.sleep(pause)
-                await response.write(event)
-            if await self._fault_point(request, response, step, len(events), anthropic=anthropic):
-                if not anthropic:
-                    await response.write(b"data: [DONE]\n\n")
-                await response.write_eof()
-        except ConnectionResetError:
-            self._note_disconnect()
-        return response
-
-    async def _fault_point(
-        self,
-        request: web.Request,
-        response: web.StreamResponse,
-        step: Step,
-        sent: int,
-        *,
-        anthropic: bool = False,
-    ) -> bool:
-        """Inject the faults due after *sent* chunks; return whether to go on streaming.
-
-        A ``status`` fault with ``after_chunks`` 0 was answered as an HTTP error before this.
-        """
-        for fault in step.faults:
-            if fault.after_chunks != sent or (fault.kind == "status" and sent == 0):
-                continue
-            if fault.kind == "hang":
-                await self._stopping.wait()  # the handler is cancelled if the client goes
-                _abort(request)
-                return False
-            if fault.kind == "disconnect":
-                _abort(request)
-                return False
-            if fault.kind == "status":
-                message = fault.message or f"scripted HTTP {fault.status}"
-                error_event = anthropic_api.error_event if anthropic else openai_api.error_event
-                await response.write(error_event(fault.status, message))
-                await response.write_eof()
-                return False
-        return True
-
 
 def _dumps(obj: object) -> str:
     return orjson.dumps(obj).decode()
@@ -358,13 +291,6 @@ def _anthropic_error(
     status: int, message: str, headers: Mapping[str, str] | None = None
 ) -> web.Response:
     return _json(anthropic_api.error_body(status, message), status, headers)
-
-
-def _abort(request: web.Request) -> None:
-    transport = request.transport
-    if transport is not None:
-        # abort(), not close(): the client must see a broken chunked body, not a clean end.
-        transport.abort()
 
 
 # -- command line ---------------------------------------------------------------------------
