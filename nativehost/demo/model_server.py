@@ -43,13 +43,10 @@ from aiohttp import web
 from nativehost.demo import model_server_anthropic as anthropic_api
 from nativehost.demo import model_server_openai as openai_api
 from nativehost.demo.model_script import (
-    Fault,
     Script,
     ScriptError,
     Step,
     StepQueue,
-    ThinkingSpec,
-    ToolCallSpec,
     load_script,
     message_text,
     parse_step,
@@ -57,17 +54,7 @@ from nativehost.demo.model_script import (
 )
 from nativehost.demo.model_server_delivery import StepDelivery
 
-__all__ = [
-    "Fault",
-    "Script",
-    "ScriptError",
-    "ScriptedModelServer",
-    "Step",
-    "ThinkingSpec",
-    "ToolCallSpec",
-    "load_script",
-    "main",
-]
+__all__ = ["ScriptedModelServer", "main"]
 
 log = logging.getLogger(__name__)
 

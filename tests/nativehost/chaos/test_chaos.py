@@ -17,7 +17,7 @@ from nativehost.chaos.in_process import run_chaos
 from nativehost.chaos.measure import deep_size
 from nativehost.chaos.panels import TurnRecord
 from nativehost.chaos.report import ChaosOptions, ChaosReport, format_table
-from nativehost.demo.model_server import load_script
+from nativehost.demo.model_script import load_script
 from supervisors.supervisor import SupervisionEvent
 
 CI_SEED = 1

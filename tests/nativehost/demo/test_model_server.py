@@ -15,7 +15,8 @@ import aiohttp
 import openai
 import pytest
 
-from nativehost.demo.model_server import ScriptedModelServer, ScriptError, load_script
+from nativehost.demo.model_script import ScriptError, load_script
+from nativehost.demo.model_server import ScriptedModelServer
 from tests.helpers.model_script import step, tool_call
 
 REPO = Path(__file__).resolve().parents[3]
