@@ -1,4 +1,4 @@
-"""nativehost's shape: no import cycles, no importlib for our own modules, small documented modules.
+"""nativehost's shape: no import cycles, no importlib for our modules, no re-exports, small modules.
 
 Imports are read from the source (also those inside functions, which run later but still tie the
 modules together), so a cycle cannot hide behind a lazy import.
@@ -108,3 +108,21 @@ def test_a_module_is_at_most_400_lines_with_a_docstring_and_all(path: Path) -> N
             if isinstance(target, ast.Name)
         }
         assert "__all__" in names
+
+
+@pytest.mark.parametrize("path", MODULES.values(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_module_exports_only_what_it_defines_never_a_name_it_imports(path: Path) -> None:
+    tree = ast.parse(path.read_text("utf-8"))
+    imported = {
+        alias.asname or alias.name.split(".")[0]
+        for node in tree.body
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    exported: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            exported = list(ast.literal_eval(node.value))
+    assert not set(exported) & imported, "re-exports " + ", ".join(sorted(set(exported) & imported))
