@@ -2,7 +2,7 @@
 
 This module is imported by the relay (the process Chrome starts for every ``connectNative``), so it
 uses the standard library only: ``tomllib`` reads ``config.toml``; no pydantic, no models. The full,
-validated configuration lives in :mod:`nativehost.config`, which re-exports these names.
+validated configuration lives in :mod:`nativehost.config`.
 
 Rules (architecture.md sections 6 and 7):
 

@@ -2,10 +2,9 @@
 
 The invariants themselves (``one_end``, ``no_duplicate``, ``unknown_reported``, ``journaled``,
 ``recovered``, ``flat``) are described in :mod:`nativehost.chaos.harness`. :class:`InvariantChecks`
-is the part of a run (``nativehost.chaos.harness._Run``, and through it process mode's
-``_ProcessRun``) that reads what the panels saw (:class:`nativehost.chaos.panels.Recorder`), what
-the fake browsers executed, the faults injected and the chats' journals, and fills in the
-:class:`ChaosReport`.
+is the part of a run (:class:`nativehost.chaos.run.ChaosRun`, in both modes) that reads what the
+panels saw (:class:`nativehost.chaos.panels.Recorder`), what the fake browsers executed, the faults
+injected and the chats' journals, and fills in the :class:`ChaosReport`.
 """
 
 from __future__ import annotations
@@ -134,9 +133,9 @@ def _check_one(
 
 
 class InvariantChecks:
-    """The invariant checks of a run, mixed into ``nativehost.chaos.harness._Run``:
-    ``_check(report)``
-    fills in the report's counts, problems and invariants from what the run recorded."""
+    """The invariant checks of a run, the base of :class:`nativehost.chaos.run.ChaosRun`:
+    ``_check(report)`` fills in the report's counts, problems and invariants from what the run
+    recorded."""
 
     opts: ChaosOptions
     home: Path

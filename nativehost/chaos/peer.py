@@ -15,10 +15,10 @@ Faults are armed on the peer and fire on the next matching frame or command (the
 conventions.md item 12): frames corrupted, truncated, duplicated, delayed or reordered on their way
 to the daemon; browser calls answered late, never, or twice; the link dropped or torn.
 
-The records and the browser live in their own modules, re-exported here: :class:`TurnRecord`,
-:class:`Recorder` and :func:`to_panels` in :mod:`nativehost.chaos.panels`; :class:`FakeBrowser`,
-:class:`Executed` and the request tables in :mod:`nativehost.chaos.fake_browser`. The fault kinds
-are in :mod:`nativehost.chaos.faults`.
+The records and the browser live in their own modules: ``TurnRecord``, ``Recorder`` and
+``to_panels`` in :mod:`nativehost.chaos.panels`; ``FakeBrowser``, ``Executed`` and the request
+tables in :mod:`nativehost.chaos.fake_browser`. The fault kinds are in
+:mod:`nativehost.chaos.faults`.
 """
 
 from __future__ import annotations
@@ -46,21 +46,11 @@ from actors.relay.relay_core import (
     ToExtension,
 )
 from messages.link import LinkControl, LinkData, encode_link
-from nativehost.chaos.fake_browser import HOST_REQUESTS, PAGE_CHANGING_CDP, Executed, FakeBrowser
-from nativehost.chaos.panels import PanelSide, Recorder, TurnRecord, to_panels
+from nativehost.chaos.fake_browser import HOST_REQUESTS, FakeBrowser
+from nativehost.chaos.panels import PanelSide, Recorder, to_panels
 from nativehost.link import open_link
 
-__all__ = [
-    "HOST_REQUESTS",
-    "ORIGIN",
-    "PAGE_CHANGING_CDP",
-    "ChaosPeer",
-    "Executed",
-    "FakeBrowser",
-    "Recorder",
-    "TurnRecord",
-    "to_panels",
-]
+__all__ = ["ORIGIN", "ChaosPeer"]
 
 log = logging.getLogger(__name__)
 

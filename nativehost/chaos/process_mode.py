@@ -1,6 +1,6 @@
 """``browy chaos --process``: the fault-injection harness with real processes.
 
-Each simulated browser profile (:class:`ProcessPeer`) starts the real relay as Chrome does —
+Each simulated browser profile (``ProcessPeer``) starts the real relay as Chrome does —
 ``python -m nativehost.relay.main chrome-extension://<id>/`` with pipes, native-messaging frames
 (4-byte little-endian length + UTF-8 JSON) on its stdin and stdout — and behaves like the
 extension's service worker (``extension/lib/background.js``, ``native.js``): ``hello`` on every new
@@ -29,9 +29,9 @@ no relay and no daemon of it is left (every pid it started or saw is gone; the h
 by recorded pid, never by name). Recovery is measured per fault from the kill to the first
 ``chat.done`` of a turn sent after it on a session the fault hit.
 
-The profile's side of the relay (:class:`ProcessPeer`, :class:`RelayProtocol`) is in
-:mod:`nativehost.chaos.relay_peer`; the process measurements (:func:`pid_alive` and the ``/proc``
-readers) are in :mod:`nativehost.chaos.measure`. Both are re-exported here.
+The profile's side of the relay (``ProcessPeer``, ``RelayProtocol``) is in
+:mod:`nativehost.chaos.relay_peer`; the process measurements (``pid_alive`` and the ``/proc``
+readers) are in :mod:`nativehost.chaos.measure`.
 """
 
 from __future__ import annotations
@@ -56,7 +56,6 @@ from nativehost.chaos.faults import (
     _tag,
     turn_steps,
 )
-from nativehost.chaos.harness import _Run
 from nativehost.chaos.measure import (
     _cmdline,
     _harness_fds,
@@ -65,12 +64,13 @@ from nativehost.chaos.measure import (
     _proc_rss,
     pid_alive,
 )
-from nativehost.chaos.relay_peer import ProcessPeer, RelayProtocol
+from nativehost.chaos.relay_peer import ProcessPeer
 from nativehost.chaos.report import ChaosOptions, ChaosReport
-from nativehost.daemon.process import pid_path
+from nativehost.chaos.run import ChaosRun
+from nativehost.daemon.instance import pid_path
 from nativehost.demo.model_server import ScriptedModelServer
 
-__all__ = ["ProcessPeer", "RelayProtocol", "pid_alive", "run_process_chaos"]
+__all__ = ["run_process_chaos"]
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ AFTER_ERROR_S = 0.3
 _MODEL_ENV = ("BROWY_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 
 
-class _ProcessRun(_Run):
+class _ProcessRun(ChaosRun):
     """One process-mode run (see the module docstring)."""
 
     def __init__(self, opts: ChaosOptions, home: Path) -> None:

@@ -1,6 +1,6 @@
 """What a ``browy chaos`` run is asked to do and what it found: options, report, JSON and table.
 
-:class:`ChaosOptions` is what :func:`nativehost.chaos.harness.run_chaos` and
+:class:`ChaosOptions` is what :func:`nativehost.chaos.in_process.run_chaos` and
 :func:`nativehost.chaos.process_mode.run_process_chaos` run; :class:`ChaosReport` is the outcome
 they return (:meth:`ChaosReport.as_json` for ``--json``, :func:`format_table` for the human table).
 The invariants named in :data:`INVARIANTS` are described in :mod:`nativehost.chaos.harness` and

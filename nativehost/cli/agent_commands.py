@@ -3,13 +3,12 @@ model-server and chaos.
 
 asyncio is inside: :mod:`nativehost.demo.demo`, :mod:`nativehost.cli.terminal` and the rest are
 imported by the handlers, so ``browy --help`` stays fast. ``model-server`` and ``chaos`` pass their
-arguments on to :func:`nativehost.demo.model_server.main` and ``nativehost.chaos.harness.main``.
+arguments on to :func:`nativehost.demo.model_server.main` and :func:`nativehost.chaos.harness.main`.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 from pathlib import Path
 from typing import TextIO, cast
 
@@ -192,16 +191,9 @@ def handle_model_server(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def handle_chaos(args: argparse.Namespace, ctx: Context) -> int:
+    from nativehost.chaos.harness import main as chaos_main
+
     try:
-        chaos = importlib.import_module("nativehost.chaos.harness")
-    except ImportError as exc:
-        raise UserError(f"the chaos harness is not available in this build ({exc})") from None
-    entry = getattr(chaos, "main", None)
-    if entry is None:
-        raise UserError(
-            "nativehost.chaos.harness has no main(argv): the chaos harness is unfinished"
-        )
-    try:
-        return int(entry(args.args))
+        return chaos_main(args.args)
     except SystemExit as exc:  # its own argparse: --help, or bad arguments (2)
         return exc.code if isinstance(exc.code, int) else 0

@@ -42,7 +42,7 @@ class BrowserTarget:
 
 async def connected_browsers(home: Path) -> int:
     """How many browser connections the daemon of *home* has (0 when it is not running)."""
-    from nativehost.daemon.process import is_running
+    from nativehost.daemon.instance import is_running
     from nativehost.link import query_daemon
 
     if not await asyncio.to_thread(is_running, home):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import os
 import time
 from collections.abc import Callable
@@ -82,7 +81,7 @@ def handle_logs(args: argparse.Namespace, ctx: Context) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# daemon (nativehost.daemon.process is imported only here: the module is optional for the rest)
+# daemon
 
 
 def configure_daemon(p: argparse.ArgumentParser) -> None:
@@ -95,25 +94,23 @@ def configure_daemon(p: argparse.ArgumentParser) -> None:
 
 
 def handle_daemon(args: argparse.Namespace, ctx: Context) -> int:
-    try:
-        # import_module, not an import statement: the module is written separately and may be
-        # missing; its functions are then untyped here, which is fine for four calls.
-        daemon = importlib.import_module("nativehost.daemon.process")
-    except ImportError as exc:
-        raise UserError(f"daemon module unavailable ({exc})") from None
+    # Imported here for start-up cost: they import asyncio, which ``browy --help`` does without.
+    from nativehost.daemon.instance import daemon_status
+    from nativehost.daemon.process import run_daemon, start_daemon, stop_daemon
+
     home = ctx.home
     action = args.daemon_action
     if action == "start":
-        daemon.start_daemon(home)
+        start_daemon(home)
         ctx.out(f"daemon started ({home})")
         return 0
     if action == "stop":
-        ctx.out("daemon stopped" if daemon.stop_daemon(home) else "daemon was not running")
+        ctx.out("daemon stopped" if stop_daemon(home) else "daemon was not running")
         return 0
     if action == "status":
-        status = daemon.daemon_status(home)
+        status = daemon_status(home)
         ctx.out(str(status))
-        return 3 if getattr(status, "running", True) is False else 0
+        return 0 if status.running else 3
     if args.idle_exit is not None:
-        return int(daemon.run_daemon(home, idle_exit_s=args.idle_exit))
-    return int(daemon.run_daemon(home))
+        return run_daemon(home, idle_exit_s=args.idle_exit)
+    return run_daemon(home)

@@ -44,7 +44,6 @@ from nativehost.cli.context import Command, Context, UserError
 from nativehost.cli.daemon_commands import (
     configure_daemon,
     configure_logs,
-    follow_file,
     handle_daemon,
     handle_logs,
 )
@@ -60,7 +59,7 @@ from nativehost.cli.setup_commands import (
 )
 from nativehost.setup.platforms import Platform
 
-__all__ = ["COMMANDS", "Command", "Context", "UserError", "build_parser", "follow_file", "main"]
+__all__ = ["COMMANDS", "build_parser", "main"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -132,7 +131,7 @@ def main(
     platform: Platform | None = None,
 ) -> int:
     """Run ``browy``; returns the exit code (the console script passes it to ``sys.exit``)."""
-    from nativehost.config import ConfigError
+    from nativehost.config_schema import ConfigError
     from nativehost.setup.install import InstallError
 
     ctx = Context(

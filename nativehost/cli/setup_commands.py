@@ -99,7 +99,8 @@ def configure_doctor(p: argparse.ArgumentParser) -> None:
 
 
 def handle_doctor(args: argparse.Namespace, ctx: Context) -> int:
-    from nativehost.setup.doctor import exit_code, format_checks, run_checks
+    from nativehost.setup.check import exit_code, format_checks
+    from nativehost.setup.doctor import run_checks
 
     checks = run_checks(ctx.platform, ctx.home, env=ctx.env)
     if args.json:

@@ -31,20 +31,10 @@ from typing import IO
 import orjson
 
 from nativehost.cli.browser_choice import pick_browser
-from nativehost.cli.terminal_client import Asker, TerminalClient, TurnAborted, new_session_id
-from nativehost.cli.terminal_view import TurnResult, short
+from nativehost.cli.terminal_client import Asker, TerminalClient, TurnAborted
+from nativehost.cli.terminal_view import short
 
-__all__ = [
-    "Asker",
-    "LineReader",
-    "TerminalClient",
-    "TurnAborted",
-    "TurnResult",
-    "chat_loop",
-    "new_session_id",
-    "run_task",
-    "sessions_command",
-]
+__all__ = ["LineReader", "chat_loop", "run_task", "sessions_command"]
 
 
 class LineReader:

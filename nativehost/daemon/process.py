@@ -1,10 +1,7 @@
-"""The browyd daemon process: single instance, detached start, status, stop, and its main.
+"""The browyd daemon process: detached start, stop, and its main (serving in the foreground).
 
-One daemon per ``BROWY_HOME`` (protocol.md section 6), held by an exclusive ``flock`` on
-``run/browyd.lock`` for its whole life: a second daemon — e.g. two relays starting one at the
-same moment — fails to take the lock and exits quietly, so exactly one serves. The lock is
-released by the kernel when the process dies, even by SIGKILL, so a stale pid file never blocks
-a new daemon.
+One daemon per ``BROWY_HOME``, held by the lock of :mod:`nativehost.daemon.instance` for its whole
+life: a daemon that finds the lock taken exits quietly, so exactly one serves.
 
 Starting it (architecture.md section 1): detached in its own session, stdio on /dev/null, no
 inherited descriptors — otherwise it would hold Chrome's pipe open or die with the relay's
@@ -18,103 +15,26 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import fcntl
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
 
-from nativehost.home import browy_home, ensure_private_dir, log_dir, run_dir, socket_path
+from nativehost.daemon.instance import is_running, pid_path, read_pid, try_lock
+from nativehost.home import browy_home, ensure_private_dir, log_dir
+from nativehost.link import query_daemon
 
 __all__ = [
-    "DaemonStatus",
-    "daemon_status",
-    "lock_path",
     "main",
-    "pid_path",
     "run_daemon",
+    "spawn_detached",
     "start_daemon",
     "stop_daemon",
 ]
 
 PACKAGE_VERSION = "0.1.0"
-
-
-def lock_path(home: Path) -> Path:
-    return run_dir(home) / "browyd.lock"
-
-
-def pid_path(home: Path) -> Path:
-    return run_dir(home) / "browyd.pid"
-
-
-@dataclass(frozen=True, slots=True)
-class DaemonStatus:
-    """What ``browy daemon status`` prints."""
-
-    running: bool
-    pid: int | None = None
-    socket: str = ""
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        if not self.running:
-            return f"browyd: not running (socket {self.socket})"
-        extra = ", ".join(f"{k}={v}" for k, v in sorted(self.details.items()))
-        return f"browyd: running, pid {self.pid}, socket {self.socket}" + (
-            f", {extra}" if extra else ""
-        )
-
-
-@contextlib.contextmanager
-def _try_lock(home: Path) -> Iterator[IO[bytes] | None]:
-    """Yield the open lock file when we got the lock, else None (another daemon holds it)."""
-    ensure_private_dir(run_dir(home))
-    fh = open(lock_path(home), "a+b")  # noqa: SIM115 - held for the daemon's lifetime
-    try:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield None
-            return
-        yield fh
-    finally:
-        fh.close()
-
-
-def is_running(home: Path) -> bool:
-    """True when some process holds the daemon lock of *home*."""
-    with _try_lock(home) as fh:
-        return fh is None
-
-
-def _read_pid(home: Path) -> int | None:
-    try:
-        return int(pid_path(home).read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def daemon_status(home: Path | None = None) -> DaemonStatus:
-    """Ask the daemon of *home* how it is; a daemon that does not answer is reported as such."""
-    home = home or browy_home()
-    sock = str(socket_path(home))
-    if not is_running(home):
-        return DaemonStatus(running=False, socket=sock)
-    from nativehost.link import query_daemon
-
-    try:
-        details = asyncio.run(query_daemon(home, "status", timeout=3.0))
-    except Exception as exc:  # any failure is reported, never raised at the user
-        return DaemonStatus(
-            running=True, pid=_read_pid(home), socket=sock, details={"error": str(exc)}
-        )
-    return DaemonStatus(running=True, pid=_read_pid(home), socket=sock, details=details)
 
 
 def spawn_detached(home: Path) -> None:
@@ -144,8 +64,6 @@ def spawn_detached(home: Path) -> None:
 def start_daemon(home: Path | None = None, *, timeout: float = 10.0) -> None:
     """Make sure a daemon serves *home*; returns when it answers. Raises TimeoutError."""
     home = home or browy_home()
-    from nativehost.link import query_daemon
-
     if not is_running(home):
         spawn_detached(home)
     deadline = time.monotonic() + timeout
@@ -167,7 +85,7 @@ def stop_daemon(home: Path | None = None, *, timeout: float = 10.0) -> bool:
     home = home or browy_home()
     if not is_running(home):
         return False
-    pid = _read_pid(home)
+    pid = read_pid(home)
     if pid is None:
         return False
     with contextlib.suppress(ProcessLookupError):
@@ -186,11 +104,13 @@ def run_daemon(home: Path | None = None, *, idle_exit_s: float | None = None) ->
     Returns 0 at once, doing nothing, when another daemon already serves *home*.
     """
     home = home or browy_home()
-    with _try_lock(home) as lock:
+    with try_lock(home) as lock:
         if lock is None:
             return 0
         ensure_private_dir(log_dir(home))
         pid_path(home).write_text(f"{os.getpid()}\n")
+        # Imported here for start-up cost: the relay and the CLI import this module to start and
+        # stop the daemon; only the daemon itself needs the server, the actors and pydantic.
         from actors.runtime.logger import install_logging
         from nativehost.config import load_config
         from nativehost.daemon.server import DaemonServer

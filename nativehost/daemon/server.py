@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import itertools
 import logging
 import os
@@ -37,27 +36,23 @@ from actors.agent.agent import build_agent
 from actors.agent.agent_config import AgentSettings
 from actors.agent.connection import Connection, Inbound
 from actors.browser.cdp_proxy import CDPProxy, Subscriptions
-from actors.link.link_stream import LinkBroken, LinkStream, peer_uid
+from actors.link.link_stream import LinkBroken, LinkStream
 from actors.link.link_writer import ConnectionInfo, LinkWriter
 from actors.link.listener import Listener
-from actors.model.types import ModelSettings
 from actors.runtime.actor import ActorRef
 from actors.runtime.errors import ActorError
 from actors.runtime.live_ref import LiveRef
 from actors.runtime.logger import LogSink
 from actors.runtime.ref import Ref
 from actors.store.chat_store import ChatStore
-from messages.errors import ErrorCode
 from messages.link import (
-    LINK_VERSION_MAX,
-    LINK_VERSION_MIN,
     LinkControl,
     LinkData,
-    LinkHello,
-    LinkRefused,
-    LinkWelcome,
 )
-from nativehost.config import Config, load_config
+from nativehost.config import load_config
+from nativehost.config_schema import Config
+from nativehost.daemon.agent_settings import agent_settings
+from nativehost.daemon.link_door import NewerRelay, admit
 from nativehost.daemon.settings import HostSettings
 from nativehost.home import ensure_private_dir, run_dir, socket_path
 from nativehost.link import tcp_endpoint_path
@@ -65,48 +60,11 @@ from supervisors.introspection import SupervisionEvent
 from supervisors.supervisor import Supervisor
 from supervisors.trees import AgentActors, DaemonTree, TurnsSupervisor, link_tree
 
-__all__ = ["DaemonServer", "model_settings"]
+__all__ = ["DaemonServer"]
 
 log = logging.getLogger(__name__)
 
 HANDSHAKE_TIMEOUT_S = 5.0
-
-
-def model_settings(home: Path, config: Config) -> ModelSettings | None:
-    """The gateway's settings from ``[model]`` (and the environment), or None if not configured."""
-    model = config.model
-    base_url = model.base_url
-    if base_url is None and model.provider == "anthropic":
-        base_url = "https://api.anthropic.com"
-    if not base_url or not model.model:
-        return None
-    try:
-        key = model.resolve_api_key(home)
-    except Exception as exc:  # a named key file that cannot be read: reported as unauth
-        log.error("model key: %s", exc)
-        key = None
-    return ModelSettings(
-        provider=model.provider,
-        base_url=base_url,
-        api_key=key,
-        model=model.model,
-        stream_idle_timeout=min(model.request_timeout, 120.0),
-    )
-
-
-def agent_settings(home: Path, config: Config, version: str) -> AgentSettings:
-    """The agent's settings from the validated config."""
-    return AgentSettings(
-        home=home,
-        model=model_settings(home, config),
-        turn_concurrency=config.daemon.turn_concurrency,
-        allow_host_code=config.tools.allow_host_code,
-        approval_mode=config.tools.approval_mode,
-        v1_approval_mode=config.tools.v1_approval_mode,
-        allow_local_clients=config.daemon.allow_local_clients,
-        disabled_tools=frozenset(config.tools.disabled_tools),
-        version=version,
-    )
 
 
 class DaemonServer:
@@ -305,45 +263,20 @@ class DaemonServer:
             self._handlers.discard(task)
             stream.close()
 
-    def _refuse(self, stream: LinkStream, code: ErrorCode, message: str) -> None:
-        log.warning("refused a link: %s: %s", code.value, message)
-        stream.send(LinkRefused(code=code.value, message=message))
-
     async def _serve_link(self, stream: LinkStream, writer: asyncio.StreamWriter) -> None:
-        uid = peer_uid(writer)
-        is_tcp = self.config.daemon.link_transport == "tcp"
-        if not is_tcp and uid != os.getuid():
-            self._refuse(stream, ErrorCode.ORIGIN_FORBIDDEN, "the link is open to its user only")
-            await stream.drain()
-            return
-        async with asyncio.timeout(HANDSHAKE_TIMEOUT_S):
-            hello = await stream.recv()
-        if not isinstance(hello, LinkHello):
-            self._refuse(stream, ErrorCode.INVALID_MESSAGE, "the first link frame must be hello")
-            await stream.drain()
-            return
-        if is_tcp and not hmac.compare_digest((hello.token or "").encode(), self._token.encode()):
-            self._refuse(stream, ErrorCode.ORIGIN_FORBIDDEN, "bad link token")
-            await stream.drain()
-            return
-        version = min(LINK_VERSION_MAX, hello.max_version)
-        if version < max(LINK_VERSION_MIN, hello.min_version):
-            if hello.role == "relay" and hello.min_version > LINK_VERSION_MAX:
-                self._exit_when_idle = True  # a newer relay: make way for a newer daemon
-                self._activity.set()
-            self._refuse(
-                stream,
-                ErrorCode.PROTOCOL_MISMATCH,
-                f"link versions {hello.min_version}-{hello.max_version} requested; this daemon "
-                f"({self.version}) speaks {LINK_VERSION_MIN}-{LINK_VERSION_MAX}"
-                + (" and will exit when idle" if self._exit_when_idle else ""),
-            )
-            await stream.drain()
-            return
-        stream.send(
-            LinkWelcome(version=version, daemon_version=self.version, daemon_pid=os.getpid())
+        hello = await admit(
+            stream,
+            writer,
+            tcp_token=self._token if self.config.daemon.link_transport == "tcp" else None,
+            daemon_version=self.version,
+            timeout=HANDSHAKE_TIMEOUT_S,
         )
-        await stream.drain()
+        if isinstance(hello, NewerRelay):
+            self._exit_when_idle = True  # a newer relay: make way for a newer daemon
+            self._activity.set()
+            return
+        if hello is None:
+            return
         link_id = next(self._ids)
         info = ConnectionInfo(link_id=link_id, role=hello.role, origin=hello.origin)
         await self._serve_messages(info, stream)
@@ -430,6 +363,8 @@ class DaemonServer:
                 "clients": len(self._links) - len(relays),
                 "sessions": self.agent.table.count(),
             }
+        if op == "tree":
+            return {"tree": self.tree.root.describe()}
         if op == "shutdown":
             self._stop.set()
             return {"ok": True}

@@ -20,7 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nativehost.config import Config, ConfigError, config_path, load_config, set_config_value
+from nativehost.config import config_path, load_config, set_config_value
+from nativehost.config_schema import Config, ConfigError
+from nativehost.setup.doctor import run_checks
+from nativehost.setup.platforms import Platform
 
 __all__ = ["EDITABLE", "HostSettings", "SettingsError"]
 
@@ -125,8 +128,6 @@ class HostSettings:
 
     async def doctor(self) -> list[dict[str, Any]]:
         """The same checks as ``browy doctor``, run off the event loop."""
-        from nativehost.setup.doctor import run_checks
-        from nativehost.setup.platforms import Platform
 
         def run() -> list[dict[str, Any]]:
             checks = run_checks(Platform.current(), self.home)

@@ -4,24 +4,22 @@ What it sets up, all private to the run and removed at the end:
 
 - a ``BROWY_HOME`` in a temporary directory (under ``$XDG_CACHE_HOME/browy`` when that is set)
   whose ``config.toml`` says ``[daemon] allow_local_clients = true`` (this terminal may drive the
-  browser) and ``[tools] approval_mode = "never"`` (nothing waits for a click);
+  browser) and ``[tools] approval_mode = "never"`` (nothing waits for a click)
+  (:mod:`nativehost.demo.demo_home`);
 - a small shop on ``127.0.0.1`` (``nativehost/demo/demo_site``: search, product pages, a cart, a
   checkout form);
 - the scripted model server (:mod:`nativehost.demo.model_server`) playing the model, unless a real
-model
-  is configured (``BROWY_MODEL`` / ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` or the user's
+  model is configured (``BROWY_MODEL`` / ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` or the user's
   ``config.toml``) or ``--real-model`` is given;
 - the system Chromium with the extension and a private profile with the native host registered
   (:mod:`nativehost.demo.launch`); the extension connects to the relay, which starts the daemon.
 
-Then a ``cli`` link runs the task as one agent turn — navigate, inspect, search, open a product,
-add it to the cart, fill the checkout form, place the order — streamed in the terminal; the
-final page and the side panel (opened as a tab, asked a follow-up question) are saved as PNGs in
-a folder it prints. Exit code 0 when the turn succeeded (and, scripted, the order page was
-reached), 1 otherwise, 2 when the machine cannot run it (no Chromium).
-
-The scripted turn's element numbers are those ``inspect_page`` gives for the demo pages (the
-numbering is deterministic for a fixed page): change a page and the numbers below must follow.
+Then a ``cli`` link runs the task (:mod:`nativehost.demo.demo_script`) as one agent turn —
+navigate, inspect, search, open a product, add it to the cart, fill the checkout form, place the
+order — streamed in the terminal; the final page and the side panel (opened as a tab, asked a
+follow-up question) are saved as PNGs in a folder it prints. Exit code 0 when the turn succeeded
+(and, scripted, the order page was reached), 1 otherwise, 2 when the machine cannot run it (no
+Chromium).
 """
 
 from __future__ import annotations
@@ -42,6 +40,18 @@ from aiohttp import web
 
 from nativehost.cli.terminal_client import TerminalClient, TurnAborted
 from nativehost.cli.terminal_view import TurnResult
+from nativehost.daemon.instance import is_running
+from nativehost.daemon.process import stop_daemon
+from nativehost.demo.demo_home import (
+    MODEL_ENV,
+    model_is_configured,
+    model_label,
+    new_demo_home,
+    real_model_section,
+    scripted_model_section,
+    write_demo_config,
+)
+from nativehost.demo.demo_script import PANEL_QUESTION, demo_script, demo_task
 from nativehost.demo.launch import (
     Browser,
     LaunchError,
@@ -52,110 +62,12 @@ from nativehost.demo.launch import (
     new_tab,
     target_session,
 )
+from nativehost.demo.model_server import ScriptedModelServer
+from nativehost.link import query_daemon
 
-__all__ = [
-    "DEMO_SITE",
-    "DemoOptions",
-    "DemoOutcome",
-    "demo_script",
-    "demo_task",
-    "model_is_configured",
-    "run_demo",
-]
+__all__ = ["DEMO_SITE", "DemoOptions", "DemoOutcome", "run_demo", "wait_for_browser_link"]
 
 DEMO_SITE = Path(__file__).resolve().parent / "demo_site"
-PANEL_QUESTION = "Which tabs are open right now?"
-PANEL_MARKER = "Which tabs are open"
-_MODEL_ENV = ("BROWY_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-
-CUSTOMER = {
-    "name": "Ada Lovelace",
-    "email": "ada@example.com",
-    "address": "12 Analytical Way, London",
-}
-
-
-def demo_task(site_url: str) -> str:
-    return (
-        f"Go to the Teacup & Co. shop at {site_url}/ , search for a tea kettle, open it, add it "
-        f"to the cart and check out as {CUSTOMER['name']}, {CUSTOMER['email']}, shipping to "
-        f"{CUSTOMER['address']}. Place the order and tell me what the confirmation says."
-    )
-
-
-def _call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
-
-
-def demo_script(site_url: str) -> dict[str, Any]:
-    """The scripted model's side of the demo (the model_server script format)."""
-    steps: list[dict[str, Any]] = [
-        {
-            "text": "I'll open the shop first.",
-            "tool_calls": [_call("navigate", url=f"{site_url}/")],
-        },
-        {"tool_calls": [_call("inspect_page")]},
-        # [3] textbox "Search products", [4] button "Search"
-        {
-            "text": "Searching for a kettle.",
-            "tool_calls": [_call("type_index", index=3, text="kettle", submit=True)],
-        },
-        {"tool_calls": [_call("inspect_page")]},
-        # [3] link "Copper Tea Kettle" (the only result)
-        {"text": "Found the Copper Tea Kettle.", "tool_calls": [_call("click_index", index=3)]},
-        {"tool_calls": [_call("inspect_page")]},
-        # [3] button "Add to cart"
-        {
-            "text": "It's $34.00; adding it to the cart.",
-            "tool_calls": [_call("click_index", index=3)],
-        },
-        {"tool_calls": [_call("inspect_page")]},
-        # [3] link "Copper Tea Kettle" (the cart's item), [4] link "Proceed to checkout"
-        {"tool_calls": [_call("click_index", index=4)]},
-        {"tool_calls": [_call("inspect_page")]},
-        # [3] "Full name", [4] "Email", [5] "Shipping address", [6] button "Place order"
-        {
-            "text": "Filling in the checkout form.",
-            "tool_calls": [
-                _call("type_index", index=3, text=CUSTOMER["name"]),
-                _call("type_index", index=4, text=CUSTOMER["email"]),
-                _call("type_index", index=5, text=CUSTOMER["address"]),
-            ],
-        },
-        {"tool_calls": [_call("click_index", index=6)]},
-        {"tool_calls": [_call("extract_text")]},
-        {
-            "text": (
-                "Done: I bought the Copper Tea Kettle ($34.00) for Ada Lovelace. The shop says: "
-                '"Order confirmed: 1 item(s) for Ada Lovelace, shipping to 12 Analytical Way, '
-                'London. A receipt goes to ada@example.com."'
-            )
-        },
-        # The side panel's follow-up question (its own session, found by the marker).
-        {"session": PANEL_MARKER, "tool_calls": [_call("list_tabs")]},
-        {
-            "session": PANEL_MARKER,
-            "text": (
-                "Two tabs: the shop's **order confirmation** page and this side panel. The order "
-                "for the Copper Tea Kettle went through."
-            ),
-        },
-    ]
-    return {"mode": "script", "api_key": "sk-demo", "models": ["browy-demo"], "steps": steps}
-
-
-def model_is_configured(env: Mapping[str, str]) -> bool:
-    """True when the user has a model set up (the environment or their config.toml)."""
-    from nativehost.config import ConfigError, load_config
-    from nativehost.home import browy_home
-
-    try:
-        model = load_config(browy_home(dict(env)), env=env).model
-    except ConfigError:
-        return False
-    return bool(model.model) and (
-        model.api_key is not None or model.api_key_file is not None or not model.needs_api_key
-    )
 
 
 @dataclass(slots=True)
@@ -201,58 +113,8 @@ async def _serve_site(directory: Path) -> tuple[web.AppRunner, str]:
     return runner, f"http://127.0.0.1:{port}"
 
 
-def _cache_root(env: Mapping[str, str]) -> Path | None:
-    xdg = env.get("XDG_CACHE_HOME")
-    if xdg:
-        root = Path(xdg) / "browy"
-        root.mkdir(parents=True, exist_ok=True)
-        return root
-    return None
-
-
-def _toml_str(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _write_config(home: Path, model_section: str) -> None:
-    text = (
-        model_section
-        + "\n[daemon]\nallow_local_clients = true\nidle_exit_seconds = 60\n"
-        + '\n[tools]\napproval_mode = "never"\n'
-    )
-    path = home / "config.toml"
-    path.write_text(text, encoding="utf-8")
-    path.chmod(0o600)
-
-
-def _real_model_section(env: Mapping[str, str]) -> str:
-    """The user's [model] settings for the demo's home (key files made absolute); keys given in
-    the environment reach the daemon through the browser's environment instead."""
-    from nativehost.config import load_config, read_config_file
-    from nativehost.home import browy_home
-
-    user_home = browy_home(dict(env))
-    raw = dict(read_config_file(user_home).get("model", {}))
-    load_config(user_home, env=env)  # raises ConfigError with a clear message if invalid
-    key_file = raw.get("api_key_file")
-    if isinstance(key_file, str) and not Path(key_file).expanduser().is_absolute():
-        raw["api_key_file"] = str(user_home / key_file)
-    lines = ["[model]"]
-    for key, value in raw.items():
-        if isinstance(value, bool):
-            lines.append(f"{key} = {'true' if value else 'false'}")
-        elif isinstance(value, int | float):
-            lines.append(f"{key} = {value}")
-        elif isinstance(value, str):
-            lines.append(f"{key} = {_toml_str(value)}")
-    return "\n".join(lines) + "\n"
-
-
 async def wait_for_browser_link(home: Path, *, timeout: float = 30.0) -> None:
     """Until the daemon of *home* runs and has at least one browser connection."""
-    from nativehost.daemon.process import is_running
-    from nativehost.link import query_daemon
-
     deadline = time.monotonic() + timeout
     last: object = None
     while time.monotonic() < deadline:
@@ -331,9 +193,6 @@ async def run_demo(
     script: dict[str, Any] | None = None,
 ) -> DemoOutcome:
     """Run the demo; everything it started is stopped before it returns."""
-    from nativehost.daemon.process import stop_daemon
-    from nativehost.demo.model_server import ScriptedModelServer
-
     env = dict(os.environ if env is None else env)
     out = out or sys.stdout
 
@@ -347,7 +206,7 @@ async def run_demo(
     out_dir.mkdir(parents=True, exist_ok=True)
     outcome = DemoOutcome(exit_code=1, out_dir=out_dir)
 
-    home = Path(tempfile.mkdtemp(prefix="browy-demo-", dir=_cache_root(env)))
+    home = new_demo_home(env)
     runner: web.AppRunner | None = None
     model: ScriptedModelServer | None = None
     browser: Browser | None = None
@@ -356,19 +215,15 @@ async def run_demo(
         runner, site_url = await _serve_site(DEMO_SITE)
         browser_env = dict(env)
         if real:
-            _write_config(home, _real_model_section(env))
-            say(f"model: your configured model ({_model_label(env)})")
+            write_demo_config(home, real_model_section(env))
+            say(f"model: your configured model ({model_label(env)})")
         else:
             # The scripted server must win: the environment would override config.toml.
-            for var in _MODEL_ENV:
+            for var in MODEL_ENV:
                 browser_env.pop(var, None)
             model = ScriptedModelServer(script or demo_script(site_url))
             base_url = await model.start()
-            _write_config(
-                home,
-                f'[model]\nbase_url = {_toml_str(base_url)}\nmodel = "browy-demo"\n'
-                'api_key = "sk-demo"\n',
-            )
+            write_demo_config(home, scripted_model_section(base_url))
             say(f"model: the scripted model server at {base_url} (no key needed)")
         say(f"demo shop: {site_url}/")
         say(f"BROWY_HOME: {home}")
@@ -454,11 +309,3 @@ async def run_demo(
             shutil.rmtree(home, ignore_errors=True)
         else:
             say(f"(kept {home} for its logs)")
-
-
-def _model_label(env: Mapping[str, str]) -> str:
-    from nativehost.config import load_config
-    from nativehost.home import browy_home
-
-    model = load_config(browy_home(dict(env)), env=env).model
-    return f"{model.model} at {model.base_url or 'the provider default'}"

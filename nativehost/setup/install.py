@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nativehost.config import ConfigError, load_config, set_config_value
+from nativehost.config import load_config, set_config_value
+from nativehost.config_schema import ConfigError
 from nativehost.origins import (
     BROWY_PUBLISHED_IDS,
     HOST_NAME,

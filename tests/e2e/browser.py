@@ -28,7 +28,8 @@ from typing import Any, Literal, TypeVar
 
 from playwright.sync_api import BrowserContext, Page, Playwright, Worker
 
-from nativehost.daemon.process import is_running, pid_path, stop_daemon
+from nativehost.daemon.instance import is_running, pid_path
+from nativehost.daemon.process import stop_daemon
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXTENSION_DIR = REPO_ROOT / "extension"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Playwright
 
-from nativehost.daemon.process import is_running
+from nativehost.daemon.instance import is_running
 from tests.e2e.browser import (
     EXTENSION_ORIGIN,
     OTHER_EXTENSION_ID,

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from nativehost.daemon.process import is_running, pid_path
+from nativehost.daemon.instance import is_running, pid_path
 
 OUR_ORIGIN = "chrome-extension://kmfpcmoidebagkbcjhngabjpcgedcmna/"
 

@@ -13,16 +13,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nativehost.config import (
+from nativehost.config import dumps_toml, load_config, redacted_dict, set_config_value
+from nativehost.config_schema import ConfigError
+from nativehost.origins import (
     BROWY_PUBLISHED_IDS,
     OUR_EXTENSION_ID,
-    ConfigError,
-    dumps_toml,
-    load_config,
-    redacted_dict,
-    set_config_value,
+    effective_extension_ids,
+    read_allowed_origins,
 )
-from nativehost.origins import effective_extension_ids, read_allowed_origins
 
 OTHER_ID = "abcdefghijklmnopabcdefghijklmnop"
 REPO = Path(__file__).resolve().parents[2]

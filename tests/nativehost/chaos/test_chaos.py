@@ -11,18 +11,12 @@ from pathlib import Path
 import pytest
 
 from nativehost.chaos.checks import check_supervision
-from nativehost.chaos.faults import _Injected
-from nativehost.chaos.harness import (
-    IN_PROCESS_FAULTS,
-    ChaosOptions,
-    ChaosReport,
-    deep_size,
-    format_table,
-    main,
-    run_chaos,
-    turn_steps,
-)
-from nativehost.chaos.peer import TurnRecord
+from nativehost.chaos.faults import IN_PROCESS_FAULTS, _Injected, turn_steps
+from nativehost.chaos.harness import main
+from nativehost.chaos.in_process import run_chaos
+from nativehost.chaos.measure import deep_size
+from nativehost.chaos.panels import TurnRecord
+from nativehost.chaos.report import ChaosOptions, ChaosReport, format_table
 from nativehost.demo.model_script import load_script
 from supervisors.introspection import SupervisionEvent
 

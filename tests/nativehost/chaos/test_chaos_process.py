@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from nativehost.chaos.harness import PROCESS_FAULTS, ChaosOptions, ChaosReport, format_table, main
-from nativehost.chaos.process_mode import pid_alive, run_process_chaos
+from nativehost.chaos.faults import PROCESS_FAULTS
+from nativehost.chaos.harness import main
+from nativehost.chaos.measure import pid_alive
+from nativehost.chaos.process_mode import run_process_chaos
+from nativehost.chaos.report import ChaosOptions, ChaosReport, format_table
 
 CI_OPTIONS = ChaosOptions(
     seed=1, duration=12.0, sessions=6, faults=PROCESS_FAULTS, turn_deadline=15.0

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from nativehost.cli.main import COMMANDS, follow_file, main
+from nativehost.cli.daemon_commands import follow_file
+from nativehost.cli.main import COMMANDS, main
 from nativehost.origins import OUR_EXTENSION_ID
 
 REPO = Path(__file__).resolve().parents[3]

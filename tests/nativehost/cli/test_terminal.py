@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from nativehost.cli.main import main
-from nativehost.cli.terminal import TerminalClient, TurnAborted, sessions_command
+from nativehost.cli.terminal import sessions_command
+from nativehost.cli.terminal_client import TerminalClient, TurnAborted
 from tests.helpers.daemon_harness import DaemonHarness, FakeTab
 
 ALLOW = 'allow_local_clients = true\n[tools]\napproval_mode = "never"\n'

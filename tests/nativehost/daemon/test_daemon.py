@@ -15,7 +15,8 @@ import pytest
 
 from actors.link.link_stream import LinkRefusedError, LinkStream, client_handshake, peer_uid
 from messages.link import LinkControl, LinkData, LinkHello
-from nativehost.daemon.process import daemon_status, is_running, start_daemon, stop_daemon
+from nativehost.daemon.instance import daemon_status, is_running
+from nativehost.daemon.process import start_daemon, stop_daemon
 from nativehost.home import socket_path
 from nativehost.link import open_link, query_daemon, tcp_endpoint_path
 from tests.helpers.native_peer import RelayPeer, kill_daemon, wait_for

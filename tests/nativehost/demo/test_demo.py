@@ -17,7 +17,7 @@ import pytest
 
 from nativehost.cli.main import main
 from nativehost.cli.terminal import run_task
-from nativehost.daemon.process import is_running
+from nativehost.daemon.instance import is_running
 from nativehost.demo.launch import find_chromium
 from nativehost.demo.model_server import ScriptedModelServer
 

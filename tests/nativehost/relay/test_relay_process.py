@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from actors.relay.relay_marks import RelayMarks
-from nativehost.daemon.process import is_running
+from nativehost.daemon.instance import is_running
 from nativehost.demo.model_server import ScriptedModelServer
 from tests.helpers.model_script import step
 from tests.helpers.native_peer import (

@@ -12,16 +12,10 @@ import pytest
 
 from nativehost.config import set_config_value
 from nativehost.origins import OUR_EXTENSION_ID
-from nativehost.setup.doctor import (
-    CHROME_FORBIDDEN,
-    CHROME_NOT_FOUND,
-    CHROME_START_FAILED,
-    Check,
-    exit_code,
-    format_checks,
-    run_checks,
-)
+from nativehost.setup.check import Check, exit_code, format_checks
+from nativehost.setup.doctor import run_checks
 from nativehost.setup.install import install_host
+from nativehost.setup.manifest_checks import CHROME_FORBIDDEN, CHROME_NOT_FOUND, CHROME_START_FAILED
 from nativehost.setup.platforms import OSName, Platform
 
 OUR_ORIGIN = f"chrome-extension://{OUR_EXTENSION_ID}/"
@@ -211,15 +205,12 @@ def test_a_run_directory_open_to_others_is_caught(platform: Platform, home: Path
     assert "chmod 700" in bad.fix
 
 
-def test_a_missing_daemon_module_is_a_failed_check(
-    platform: Platform, home: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_by_default_the_real_daemon_of_the_home_is_asked(platform: Platform, home: Path) -> None:
     installed(platform, home)
-    # None in sys.modules makes the import fail, whether or not the module exists yet.
-    monkeypatch.setitem(__import__("sys").modules, "nativehost.daemon.process", None)
-    [bad] = failing(run_checks(platform, home, env={}))
-    assert bad.name == "daemon"
-    assert bad.detail == "daemon module unavailable"
+    [daemon] = [c for c in run_checks(platform, home, env={}) if c.name == "daemon"]
+    assert daemon.ok
+    assert "browyd: not running" in daemon.detail
+    assert "starts on demand" in daemon.detail
 
 
 def test_a_daemon_status_error_is_reported_not_raised(platform: Platform, home: Path) -> None:
