@@ -9,7 +9,7 @@
  * become dotted keys ("approvals.mode"), which is also how values are sent back.
  */
 
-import { h } from './lib/chat-ui.js';
+import { h } from './lib/dom.js';
 import { PanelPort, shortId } from './lib/panel-port.js';
 
 /** @typedef {{type?: string, enum?: any[], title?: string, description?: string, default?: any, items?: any, properties?: Record<string, any>, format?: string, writeOnly?: boolean}} Field */

@@ -13,8 +13,10 @@
  * The DOM is built with createElement/textContent; innerHTML only takes sanitized markdown.
  */
 
+import { brief, h } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 import { PanelPort, shortId } from './panel-port.js';
+import { approvalCard, askCard, focusPrompt } from './prompts.js';
 
 /** @typedef {{type: string, [k: string]: any}} Msg */
 
@@ -26,38 +28,6 @@ import { PanelPort, shortId } from './panel-port.js';
  * @property {number} [windowId]          side panel: its window
  * @property {any} [chromeApi]
  */
-
-/**
- * Create a DOM element.
- * @param {string} tag
- * @param {Record<string, any>} [attrs]
- * @param {...(Node | string | null | undefined | false)} children
- * @returns {HTMLElement}
- */
-export function h(tag, attrs = {}, ...children) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === 'class') el.className = String(v);
-    else if (k === 'text') el.textContent = String(v);
-    else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
-    else el.setAttribute(k, v === true ? '' : String(v));
-  }
-  for (const c of children) if (c) el.append(c);
-  return el;
-}
-
-/** @param {unknown} v */
-function brief(v, max = 300) {
-  let s;
-  try {
-    s = typeof v === 'string' ? v : JSON.stringify(v);
-  } catch {
-    s = String(v);
-  }
-  s = s ?? '';
-  return s.length > max ? s.slice(0, max) + '…' : s;
-}
 
 const STATE_TEXT = /** @type {Record<string, string>} */ ({
   disconnected: 'Not connected to the Browy host.',
@@ -193,76 +163,20 @@ export async function mountChat(root, opts) {
 
   // ---- prompts --------------------------------------------------------------------------------
 
-  /** @param {Msg} m */
-  function approvalCard(m) {
-    const card = h(
-      'section',
-      { class: `prompt approval risk-${m.risk ?? 'unknown'}`, role: 'group', 'aria-label': 'Approval' },
-      h('div', { class: 'prompt-title', text: `Allow ${m.tool}?` }),
-      h('div', { text: m.summary ?? '' }),
-      m.origin ? h('div', { class: 'muted', text: `Site: ${m.origin}` }) : null,
-      h('pre', { class: 'tool-args', text: brief(m.args, 1000) }),
-    );
-    const buttons = h('div', { class: 'prompt-buttons' });
-    /** @type {[string, string][]} */
-    const choices = [
-      ['allow', 'Allow once'],
-      ['allow_session', 'Allow for this session'],
-      ['allow_site', 'Allow on this site'],
-      ['deny', 'Deny'],
-    ];
-    for (const [decision, label] of choices) {
-      buttons.append(
-        h('button', {
-          type: 'button',
-          class: decision === 'deny' ? 'danger' : decision === 'allow' ? 'primary' : '',
-          text: label,
-          onclick: () => {
-            port.send({ type: 'approval.response', sessionId, approvalId: m.approvalId, decision });
-            card.replaceChildren(h('div', { class: 'muted', text: `${m.tool}: ${label}` }));
-          },
-        }),
-      );
-    }
-    card.append(buttons);
-    log.append(card);
-    /** @type {HTMLElement | null} */ (buttons.querySelector('button'))?.focus();
-    scrollDown();
-  }
+  /** @type {import('./prompts.js').PromptHooks} */
+  const promptHooks = {
+    send: (msg) => port.send(msg),
+    // The answered card had the focus (or nothing has): give it back to the composer.
+    settled: (card) => {
+      const active = root.ownerDocument.activeElement;
+      if (!active || active === root.ownerDocument.body || card.contains(active)) input.focus();
+    },
+  };
 
-  /** @param {Msg} m */
-  function askCard(m) {
-    const card = h('section', { class: 'prompt ask', role: 'group', 'aria-label': 'Question' }, h('div', { class: 'prompt-title', text: m.prompt ?? '' }));
-    /** @param {any} value @param {boolean} [cancelled] */
-    const answer = (value, cancelled = false) => {
-      port.send(cancelled ? { type: 'user.answer', sessionId, askId: m.askId, cancelled: true } : { type: 'user.answer', sessionId, askId: m.askId, value });
-      card.replaceChildren(h('div', { class: 'muted', text: `${m.prompt ?? ''} → ${cancelled ? '(cancelled)' : brief(value, 200)}` }));
-    };
-    const buttons = h('div', { class: 'prompt-buttons' });
-    if (m.kind === 'confirm') {
-      buttons.append(
-        h('button', { type: 'button', class: 'primary', text: 'Yes', onclick: () => answer(true) }),
-        h('button', { type: 'button', text: 'No', onclick: () => answer(false) }),
-      );
-    } else if (m.kind === 'choose' && Array.isArray(m.options)) {
-      for (const o of m.options) {
-        buttons.append(h('button', { type: 'button', class: o.value === m.defaultValue ? 'primary' : '', text: o.label ?? String(o.value), onclick: () => answer(o.value) }));
-      }
-    } else {
-      const field = /** @type {HTMLInputElement} */ (h('input', { type: 'text', value: m.defaultValue ?? '', 'aria-label': m.prompt ?? 'Answer' }));
-      field.addEventListener('keydown', (e) => {
-        if (e.key === 'Enter') {
-          e.preventDefault();
-          answer(field.value);
-        }
-      });
-      card.append(field);
-      buttons.append(h('button', { type: 'button', class: 'primary', text: 'Answer', onclick: () => answer(field.value) }));
-      setTimeout(() => field.focus(), 0);
-    }
-    buttons.append(h('button', { type: 'button', class: 'ghost', text: 'Cancel', onclick: () => answer(undefined, true) }));
-    card.append(buttons);
+  /** @param {HTMLElement} card */
+  function showPrompt(card) {
     log.append(card);
+    focusPrompt(card);
     scrollDown();
   }
 
@@ -434,10 +348,10 @@ export async function mountChat(root, opts) {
         usageLine.textContent = `Tokens: ${m.inputTokens ?? 0} in · ${m.outputTokens ?? 0} out · ${m.totalTokens ?? 0} total`;
         return;
       case 'approval.request':
-        approvalCard(m);
+        showPrompt(approvalCard(m, sessionId, promptHooks));
         return;
       case 'user.ask':
-        askCard(m);
+        showPrompt(askCard(m, sessionId, promptHooks));
         return;
       case 'chat.list.result':
         renderChatList(Array.isArray(m.chats) ? m.chats : []);
