@@ -10,7 +10,10 @@
  */
 
 import { h } from './lib/dom.js';
+import { localize, t } from './lib/i18n.js';
 import { PanelPort, shortId } from './lib/panel-port.js';
+
+localize(document);
 
 /** @typedef {{type?: string, enum?: any[], title?: string, description?: string, default?: any, items?: any, properties?: Record<string, any>, format?: string, writeOnly?: boolean}} Field */
 
@@ -86,7 +89,7 @@ function renderField(key, field, value) {
     const area = /** @type {HTMLTextAreaElement} */ (h('textarea', { id, rows: 3 }));
     area.value = Array.isArray(v) ? v.join('\n') : '';
     return {
-      el: h('div', { class: 'field' }, h('label', { for: id, text: `${label} (one per line)` }), area, help),
+      el: h('div', { class: 'field' }, h('label', { for: id, text: t('optionsOnePerLine', label) }), area, help),
       read: () => area.value.split('\n').map((s) => s.trim()).filter(Boolean),
     };
   }
@@ -124,8 +127,8 @@ function renderConfig(values, schema) {
   inputs = new Map();
   form.replaceChildren();
   renderProps(form, propertiesOf(schema), values ?? {}, '');
-  if (!inputs.size) form.append(h('p', { class: 'muted', text: 'The host offers no settings.' }));
-  form.append(h('button', { type: 'submit', class: 'primary', text: 'Save' }));
+  if (!inputs.size) form.append(h('p', { class: 'muted', text: t('optionsNoSettings') }));
+  form.append(h('button', { type: 'submit', class: 'primary', text: t('optionsSave') }));
 }
 
 form.addEventListener('submit', (e) => {
@@ -133,12 +136,13 @@ form.addEventListener('submit', (e) => {
   /** @type {Record<string, any>} */
   const values = {};
   for (const [key, { read }] of inputs) values[key] = read();
-  configMsg.textContent = 'Saving…';
+  configMsg.textContent = t('optionsSaving');
+  configMsg.dataset.saving = 'true';
   port.send({ type: 'config.set', sessionId, values });
 });
 
 doctorButton.addEventListener('click', () => {
-  doctorList.replaceChildren(h('li', { class: 'muted', text: 'Running…' }));
+  doctorList.replaceChildren(h('li', { class: 'muted', text: t('optionsDoctorRunning') }));
   port.send({ type: 'doctor.run', sessionId });
 });
 
@@ -148,7 +152,7 @@ function handle(m) {
   switch (m.type) {
     case '__state':
       statusEl.replaceChildren(
-        h('div', { text: m.state === 'ready' ? `Connected (${m.detail})` : `${m.state}: ${m.detail || ''}` }),
+        h('div', { text: m.state === 'ready' ? t('optionsConnected', m.detail ?? '') : `${m.state}: ${m.detail || ''}` }),
         // replaceChildren would turn a null into the text "null": add the fix only when there is one.
         ...(m.fix ? [h('code', { class: 'fix', text: m.fix })] : []),
       );
@@ -157,7 +161,8 @@ function handle(m) {
       return;
     case 'config.result':
       renderConfig(m.values, m.schema);
-      configMsg.textContent = configMsg.textContent === 'Saving…' ? 'Saved.' : '';
+      configMsg.textContent = configMsg.dataset.saving ? t('optionsSaved') : '';
+      delete configMsg.dataset.saving;
       return;
     case 'doctor.result':
       doctorList.replaceChildren(
@@ -167,6 +172,7 @@ function handle(m) {
       );
       return;
     case 'error':
+      delete configMsg.dataset.saving;
       configMsg.textContent = `${m.code}: ${m.message ?? ''}`;
       return;
     default:

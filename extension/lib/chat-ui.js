@@ -14,6 +14,7 @@
  */
 
 import { brief, h } from './dom.js';
+import { t } from './i18n.js';
 import { renderMarkdown } from './markdown.js';
 import { PanelPort, shortId } from './panel-port.js';
 import { approvalCard, askCard, focusPrompt } from './prompts.js';
@@ -29,15 +30,27 @@ import { approvalCard, askCard, focusPrompt } from './prompts.js';
  * @property {any} [chromeApi]
  */
 
-const STATE_TEXT = /** @type {Record<string, string>} */ ({
-  disconnected: 'Not connected to the Browy host.',
-  connecting: 'Connecting to the Browy host…',
-  awaiting_hello: 'Connecting to the Browy host…',
-  host_missing: 'The Browy host is not installed.',
-  host_forbidden: 'The Browy host does not allow this extension.',
-  host_crashed: 'The Browy host stopped. Restarting…',
-  protocol_mismatch: 'The Browy host speaks another protocol version.',
+/** The banner's text for each connection state (lib/native.js); "ready" has none. */
+const STATE_TEXT = /** @type {Record<string, () => string>} */ ({
+  disconnected: () => t('stateDisconnected'),
+  connecting: () => t('stateConnecting'),
+  awaiting_hello: () => t('stateConnecting'),
+  host_missing: () => t('stateHostMissing'),
+  host_forbidden: () => t('stateHostForbidden'),
+  host_crashed: () => t('stateHostCrashed'),
+  protocol_mismatch: () => t('stateProtocolMismatch'),
 });
+
+/**
+ * A tool outcome (protocol.md 4: ok | error | unknown) in the user's words.
+ * @param {string} outcome
+ */
+function outcomeWord(outcome) {
+  if (outcome === 'ok') return t('outcomeOk');
+  if (outcome === 'error') return t('outcomeError');
+  if (outcome === 'unknown') return t('outcomeUnknown');
+  return outcome;
+}
 
 /**
  * Mount the chat into `root`.
@@ -53,19 +66,19 @@ export async function mountChat(root, opts) {
   // ---- DOM ----------------------------------------------------------------------------------
   const banner = h('div', { class: 'banner', role: 'status', hidden: true });
   const notice = h('div', { class: 'notice', role: 'alert', hidden: true });
-  const modelSelect = /** @type {HTMLSelectElement} */ (h('select', { class: 'model', 'aria-label': 'Model', title: 'Model' }));
-  const chatsButton = h('button', { type: 'button', class: 'ghost', title: 'Chats', 'aria-expanded': 'false', text: 'Chats' });
-  const newButton = h('button', { type: 'button', class: 'ghost', title: 'New chat', text: 'New' });
+  const modelSelect = /** @type {HTMLSelectElement} */ (h('select', { class: 'model', 'aria-label': t('modelLabel'), title: t('modelLabel') }));
+  const chatsButton = h('button', { type: 'button', class: 'ghost', title: t('chatsButton'), 'aria-expanded': 'false', text: t('chatsButton') });
+  const newButton = h('button', { type: 'button', class: 'ghost', title: t('newChatTitle'), text: t('newChatButton') });
   const header = h('header', { class: 'bar' }, modelSelect, chatsButton, newButton);
-  const chatList = h('nav', { class: 'chat-list', hidden: true, 'aria-label': 'Chats' });
+  const chatList = h('nav', { class: 'chat-list', hidden: true, 'aria-label': t('chatsButton') });
   const log = h('main', { class: 'log', 'aria-live': 'polite' });
   const status = h('div', { class: 'status' });
   const usageLine = h('div', { class: 'usage' });
   const input = /** @type {HTMLTextAreaElement} */ (
-    h('textarea', { rows: 2, placeholder: 'Ask Browy… (Enter to send, Shift+Enter for a new line)', 'aria-label': 'Message' })
+    h('textarea', { rows: 2, placeholder: t('composerPlaceholder'), 'aria-label': t('composerLabel') })
   );
-  const sendButton = h('button', { type: 'submit', class: 'primary', text: 'Send' });
-  const stopButton = h('button', { type: 'button', class: 'stop', hidden: true, title: 'Stop (Esc)', text: 'Stop' });
+  const sendButton = h('button', { type: 'submit', class: 'primary', text: t('sendButton') });
+  const stopButton = h('button', { type: 'button', class: 'stop', hidden: true, title: t('stopTitle'), text: t('stopButton') });
   const form = h('form', { class: 'composer' }, input, h('div', { class: 'actions' }, stopButton, sendButton));
   root.replaceChildren(banner, header, chatList, notice, log, status, usageLine, form);
 
@@ -100,6 +113,7 @@ export async function mountChat(root, opts) {
   function showNotice(text) {
     notice.textContent = text;
     notice.hidden = !text;
+    delete notice.dataset.kind;
   }
 
   /** @param {boolean} on */
@@ -140,7 +154,7 @@ export async function mountChat(root, opts) {
     const card = h(
       'details',
       { class: 'tool running' },
-      h('summary', {}, h('span', { class: 'tool-name', text: name }), h('span', { class: 'tool-outcome', text: '…' })),
+      h('summary', {}, h('span', { class: 'tool-name', text: name }), h('span', { class: 'tool-outcome', text: t('toolRunning') })),
       h('pre', { class: 'tool-args', text: brief(args, 2000) }),
       h('div', { class: 'tool-summary' }),
     );
@@ -154,9 +168,9 @@ export async function mountChat(root, opts) {
     const outcome = m.outcome ?? (m.ok ? 'ok' : 'error');
     card.classList.remove('running');
     card.classList.add(outcome);
-    const dur = typeof m.durationMs === 'number' ? ` · ${(m.durationMs / 1000).toFixed(1)} s` : '';
+    const word = outcomeWord(outcome);
     const out = card.querySelector('.tool-outcome');
-    if (out) out.textContent = `${outcome}${dur}`;
+    if (out) out.textContent = typeof m.durationMs === 'number' ? t('toolOutcomeWithDuration', word, (m.durationMs / 1000).toFixed(1)) : word;
     const sum = card.querySelector('.tool-summary');
     if (sum) sum.textContent = m.summary ?? '';
   }
@@ -185,7 +199,7 @@ export async function mountChat(root, opts) {
   /** @param {any[]} chats */
   function renderChatList(chats) {
     chatList.replaceChildren();
-    if (!chats.length) chatList.append(h('div', { class: 'muted', text: 'No saved chats.' }));
+    if (!chats.length) chatList.append(h('div', { class: 'muted', text: t('noSavedChats') }));
     for (const c of chats) {
       const when = new Date(c.modifiedTime ?? c.startTime ?? 0).toLocaleString();
       chatList.append(
@@ -193,7 +207,7 @@ export async function mountChat(root, opts) {
           'div',
           { class: `chat-item${c.id === sessionId ? ' current' : ''}` },
           h('button', { type: 'button', class: 'chat-open', title: c.id, onclick: () => openChat(c.id) }, h('span', { text: c.summary || c.id }), h('small', { text: when })),
-          h('button', { type: 'button', class: 'ghost danger', title: 'Delete chat', 'aria-label': `Delete ${c.summary || c.id}`, text: '×', onclick: () => port.send({ type: 'chat.delete', id: c.id }) }),
+          h('button', { type: 'button', class: 'ghost danger', title: t('deleteChatTitle'), 'aria-label': t('deleteChatLabel', c.summary || c.id), text: '×', onclick: () => port.send({ type: 'chat.delete', id: c.id }) }),
         ),
       );
     }
@@ -233,7 +247,7 @@ export async function mountChat(root, opts) {
         frag.append(el);
       } else if (r.role === 'tool') {
         frag.append(
-          h('div', { class: `tool-row ${r.ok ? 'ok' : 'error'}` }, h('span', { class: 'tool-name', text: r.name ?? 'tool' }), h('span', { text: ` ${r.ok ? 'ok' : 'error'} ${r.summary ?? ''}` })),
+          h('div', { class: `tool-row ${r.ok ? 'ok' : 'error'}` }, h('span', { class: 'tool-name', text: r.name ?? 'tool' }), h('span', { text: ` ${outcomeWord(r.ok ? 'ok' : 'error')} ${r.summary ?? ''}` })),
         );
       }
     }
@@ -242,7 +256,7 @@ export async function mountChat(root, opts) {
     log.querySelector('.load-older')?.remove();
     if (m.hasMore && oldestTimestamp !== undefined) {
       const before = oldestTimestamp;
-      log.prepend(h('button', { type: 'button', class: 'ghost load-older', text: 'Load older messages', onclick: () => port.send({ type: 'chat.history', id: sessionId, before, limit: 100 }) }));
+      log.prepend(h('button', { type: 'button', class: 'ghost load-older', text: t('loadOlder'), onclick: () => port.send({ type: 'chat.history', id: sessionId, before, limit: 100 }) }));
       log.querySelector('.load-older')?.after(frag);
     } else {
       log.prepend(frag);
@@ -258,7 +272,7 @@ export async function mountChat(root, opts) {
     switch (m.type) {
       case '__state': {
         connState = m.state;
-        const text = STATE_TEXT[m.state];
+        const text = STATE_TEXT[m.state]?.();
         banner.hidden = m.state === 'ready';
         banner.className = `banner state-${m.state}`;
         banner.replaceChildren();
@@ -267,26 +281,28 @@ export async function mountChat(root, opts) {
           if (m.fix) banner.append(h('code', { class: 'fix', text: m.fix }));
           if (m.detail && m.detail !== text) banner.append(h('div', { class: 'muted', text: m.detail }));
           if (m.state !== 'connecting' && m.state !== 'awaiting_hello') {
-            banner.append(h('button', { type: 'button', text: 'Retry now', onclick: () => port.send({ type: '__retry' }) }));
+            banner.append(h('button', { type: 'button', text: t('retryNow'), onclick: () => port.send({ type: '__retry' }) }));
           }
         }
         return;
       }
       case '__session_moved':
-        showNotice('This chat was opened in another panel. Start a new chat here to keep going.');
+        showNotice(t('noticeSessionMoved'));
         return;
       case '__dropped':
-        showNotice(`Not sent (${m.reason}): ${m.dropped}`);
+        showNotice(t('noticeDropped', m.reason ?? '', m.dropped ?? ''));
         return;
       case 'session.ready':
         showNotice('');
         return;
       case 'sdk.ready':
-        if (m.ok === false) showNotice(`The agent backend failed: ${m.detail ?? ''}`);
+        if (m.ok === false) showNotice(t('noticeBackendFailed', m.detail ?? ''));
         return;
       case 'auth.status':
-        if (m.state === 'unauth') showNotice(`Model provider not signed in. ${m.detail ?? ''}`);
-        else if (m.state === 'ready' && notice.textContent?.startsWith('Model provider')) showNotice('');
+        if (m.state === 'unauth') {
+          showNotice(t('noticeNotSignedIn', m.detail ?? ''));
+          notice.dataset.kind = 'auth';
+        } else if (m.state === 'ready' && notice.dataset.kind === 'auth') showNotice('');
         return;
       case 'models.list': {
         const current = modelSelect.value;
@@ -329,23 +345,23 @@ export async function mountChat(root, opts) {
       }
       case 'chat.error':
         streaming = null;
-        addRow('error', m.message ?? 'The turn failed.');
+        addRow('error', m.message ?? t('turnFailed'));
         setBusy(false);
         return;
       case 'chat.queued':
-        status.textContent = `Waiting in line — position ${m.position}`;
+        status.textContent = t('statusQueued', m.position ?? '?');
         return;
       case 'event.activity':
         if (m.event === 'status.thinking') {
           setBusy(true);
-          status.textContent = 'Thinking…';
+          status.textContent = t('statusThinking');
         } else if (m.event === 'status.idle' || m.event === 'status.error') setBusy(false);
-        else if (m.event === 'tool_start') status.textContent = `Running ${m.tool ?? 'a tool'}…`;
-        else if (m.event === 'llm_call_start') status.textContent = 'Thinking…';
+        else if (m.event === 'tool_start') status.textContent = m.tool ? t('statusRunningTool', m.tool) : t('statusRunningSomeTool');
+        else if (m.event === 'llm_call_start') status.textContent = t('statusThinking');
         else if (m.event === 'reasoning' && m.text) status.textContent = brief(m.text, 160);
         return;
       case 'usage':
-        usageLine.textContent = `Tokens: ${m.inputTokens ?? 0} in · ${m.outputTokens ?? 0} out · ${m.totalTokens ?? 0} total`;
+        usageLine.textContent = t('usageLine', m.inputTokens ?? 0, m.outputTokens ?? 0, m.totalTokens ?? 0);
         return;
       case 'approval.request':
         showPrompt(approvalCard(m, sessionId, promptHooks));
@@ -360,7 +376,7 @@ export async function mountChat(root, opts) {
         if (m.id === sessionId) renderHistory(m);
         return;
       case 'chat.delete.result':
-        if (!m.ok) showNotice('That chat could not be deleted (is it running?).');
+        if (!m.ok) showNotice(t('noticeDeleteFailed'));
         port.send({ type: 'chat.list' });
         return;
       case 'error':
@@ -376,7 +392,7 @@ export async function mountChat(root, opts) {
   function send() {
     const text = input.value.trim();
     if (!text) return;
-    if (connState !== 'ready') showNotice('Not connected to the Browy host yet; the message will be sent when it is.');
+    if (connState !== 'ready') showNotice(t('noticeNotConnectedYet'));
     turnId = `t-${shortId()}`;
     port.send({ type: 'chat.send', sessionId, text, turnId });
     addRow('user', text);
@@ -388,7 +404,7 @@ export async function mountChat(root, opts) {
   function stop() {
     if (!busy) return;
     port.send(turnId ? { type: 'chat.cancel', sessionId, turnId } : { type: 'chat.cancel', sessionId });
-    status.textContent = 'Stopping…';
+    status.textContent = t('statusStopping');
   }
 
   form.addEventListener('submit', (e) => {

@@ -12,6 +12,7 @@
 
 import { brief, h } from './dom.js';
 import { DeliberateActivation } from './deliberate.js';
+import { t } from './i18n.js';
 
 /** @typedef {{type: string, [k: string]: any}} Msg */
 
@@ -23,12 +24,12 @@ import { DeliberateActivation } from './deliberate.js';
  * @property {number} [armMs]
  */
 
-/** @type {[string, string, string][]} decision, label, button class */
+/** @type {[string, () => string, string][]} decision, its label, button class */
 const DECISIONS = [
-  ['allow', 'Allow once', 'primary'],
-  ['allow_session', 'Allow for this session', ''],
-  ['allow_site', 'Allow on this site', ''],
-  ['deny', 'Deny', 'danger'],
+  ['allow', () => t('approvalAllowOnce'), 'primary'],
+  ['allow_session', () => t('approvalAllowSession'), ''],
+  ['allow_site', () => t('approvalAllowSite'), ''],
+  ['deny', () => t('approvalDeny'), 'danger'],
 ];
 
 /**
@@ -85,25 +86,26 @@ function settle(card, text, hooks) {
  */
 export function approvalCard(m, sessionId, hooks) {
   const guard = new DeliberateActivation({ now: hooks.now, armMs: hooks.armMs });
-  const title = h('div', { class: 'prompt-title', text: `Allow ${m.tool}?` });
+  const title = h('div', { class: 'prompt-title', text: t('approvalTitle', m.tool ?? '') });
   const card = h(
     'section',
-    { class: `prompt approval risk-${m.risk ?? 'unknown'}`, role: 'group', 'aria-label': 'Approval', tabindex: '-1' },
+    { class: `prompt approval risk-${m.risk ?? 'unknown'}`, role: 'group', 'aria-label': t('approvalLabel'), tabindex: '-1' },
     title,
     h('div', { text: m.summary ?? '' }),
-    m.origin ? h('div', { class: 'muted', text: `Site: ${m.origin}` }) : null,
+    m.origin ? h('div', { class: 'muted', text: t('approvalSite', m.origin) }) : null,
     h('pre', { class: 'tool-args', text: brief(m.args, 1000) }),
   );
   const row = h('div', { class: 'prompt-buttons' });
   /** @type {[HTMLButtonElement, () => void][]} */
   const buttons = [];
-  for (const [decision, label, cls] of DECISIONS) {
+  for (const [decision, labelOf, cls] of DECISIONS) {
+    const label = labelOf();
     const button = /** @type {HTMLButtonElement} */ (h('button', { type: 'button', class: cls, 'data-decision': decision, text: label }));
     buttons.push([
       button,
       () => {
         hooks.send({ type: 'approval.response', sessionId, approvalId: m.approvalId, decision });
-        settle(card, `${m.tool}: ${label}`, hooks);
+        settle(card, t('approvalAnswered', m.tool ?? '', label), hooks);
       },
     ]);
     row.append(button);
@@ -125,13 +127,13 @@ export function askCard(m, sessionId, hooks) {
   const guard = new DeliberateActivation({ now: hooks.now, armMs: hooks.armMs });
   const card = h(
     'section',
-    { class: 'prompt ask', role: 'group', 'aria-label': 'Question', tabindex: '-1' },
+    { class: 'prompt ask', role: 'group', 'aria-label': t('askLabel'), tabindex: '-1' },
     h('div', { class: 'prompt-title', text: m.prompt ?? '' }),
   );
   /** @param {any} value @param {boolean} [cancelled] */
   const answer = (value, cancelled = false) => {
     hooks.send(cancelled ? { type: 'user.answer', sessionId, askId: m.askId, cancelled: true } : { type: 'user.answer', sessionId, askId: m.askId, value });
-    settle(card, `${m.prompt ?? ''} → ${cancelled ? '(cancelled)' : brief(value, 200)}`, hooks);
+    settle(card, t('askAnswered', m.prompt ?? '', cancelled ? t('askCancelled') : brief(value, 200)), hooks);
   };
   /** @type {[HTMLButtonElement, () => void][]} */
   const buttons = [];
@@ -143,20 +145,20 @@ export function askCard(m, sessionId, hooks) {
   };
   const row = h('div', { class: 'prompt-buttons' });
   if (m.kind === 'confirm') {
-    row.append(button('Yes', 'primary', () => answer(true)), button('No', '', () => answer(false)));
+    row.append(button(t('askYes'), 'primary', () => answer(true)), button(t('askNo'), '', () => answer(false)));
   } else if (m.kind === 'choose' && Array.isArray(m.options)) {
     for (const o of m.options) row.append(button(o.label ?? String(o.value), o.value === m.defaultValue ? 'primary' : '', () => answer(o.value)));
   } else {
-    const field = /** @type {HTMLInputElement} */ (h('input', { type: 'text', value: m.defaultValue ?? '', 'aria-label': m.prompt ?? 'Answer' }));
+    const field = /** @type {HTMLInputElement} */ (h('input', { type: 'text', value: m.defaultValue ?? '', 'aria-label': m.prompt ?? t('askAnswer') }));
     field.addEventListener('keydown', (e) => {
       if (e.key !== 'Enter') return;
       e.preventDefault();
       if (guard.submits(e, field)) answer(field.value);
     });
     card.append(field);
-    row.append(button('Answer', 'primary', () => answer(field.value)));
+    row.append(button(t('askAnswer'), 'primary', () => answer(field.value)));
   }
-  row.append(button('Cancel', 'ghost', () => answer(undefined, true)));
+  row.append(button(t('askCancel'), 'ghost', () => answer(undefined, true)));
   card.append(row);
   guardButtons(card, guard, buttons);
   return card;
