@@ -10,14 +10,16 @@
  *   chat.list / chat.history / chat.delete, models.list / models.current / models.set,
  *   auth.status, sdk.ready, error, and the SW's `__state` banner with its fix.
  * The session id is kept in chrome.storage.session under `storageKey`, so reopening resumes the chat.
- * The DOM is built with createElement/textContent; innerHTML only takes sanitized markdown.
+ * The DOM is built with createElement/textContent; innerHTML only takes sanitized markdown
+ * (rich-text.js: highlighted code blocks with a Copy button; each final answer has a Copy button
+ * that copies its markdown source).
  */
 
 import { brief, h } from './dom.js';
 import { t } from './i18n.js';
-import { renderMarkdown } from './markdown.js';
 import { PanelPort, shortId } from './panel-port.js';
 import { approvalCard, askCard, focusPrompt } from './prompts.js';
+import { copyButton, renderRich } from './rich-text.js';
 
 /** @typedef {{type: string, [k: string]: any}} Msg */
 
@@ -85,7 +87,7 @@ export async function mountChat(root, opts) {
   // ---- state --------------------------------------------------------------------------------
   let connState = 'connecting';
   let busy = false;
-  /** @type {{el: HTMLElement, text: string} | null} */
+  /** @type {{el: HTMLElement, body: HTMLElement, text: string} | null} */
   let streaming = null;
   /** @type {Map<string, HTMLElement>} */
   const toolCards = new Map();
@@ -131,20 +133,33 @@ export async function mountChat(root, opts) {
     log.scrollTop = log.scrollHeight;
   }
 
-  /** @param {'user' | 'assistant' | 'error' | 'info'} role @param {string} text */
+  /** @param {'user' | 'error' | 'info'} role @param {string} text */
   function addRow(role, text) {
-    const el = h('div', { class: `msg ${role}` });
-    if (role === 'assistant') el.innerHTML = renderMarkdown(text); // sanitized (markdown.js)
-    else el.textContent = text;
+    const el = h('div', { class: `msg ${role}`, text });
     log.append(el);
     scrollDown();
     return el;
   }
 
+  /**
+   * An assistant answer: its markdown rendered, and (once final) a button copying that markdown.
+   * @param {string} text
+   * @param {{live?: boolean}} [o] live: still streaming (no copy button; replaced at chat.done)
+   */
+  function assistantRow(text, o = {}) {
+    const body = h('div', { class: 'md' });
+    renderRich(body, text);
+    const el = h('div', { class: `msg assistant${o.live ? ' turn-live' : ''}` }, body);
+    if (!o.live) {
+      el.append(h('div', { class: 'msg-actions' }, copyButton(() => text, { label: t('copyButton'), title: t('copyAnswerTitle'), className: 'copy-answer' })));
+    }
+    return { el, body };
+  }
+
   function renderStreaming() {
     renderPending = false;
     if (streaming) {
-      streaming.el.innerHTML = renderMarkdown(streaming.text); // sanitized (markdown.js)
+      renderRich(streaming.body, streaming.text);
       scrollDown();
     }
   }
@@ -242,9 +257,7 @@ export async function mountChat(root, opts) {
     for (const r of rows) {
       if (r.role === 'user') frag.append(h('div', { class: 'msg user', text: r.text ?? '' }));
       else if (r.role === 'assistant') {
-        const el = h('div', { class: 'msg assistant' });
-        el.innerHTML = renderMarkdown(r.text ?? ''); // sanitized (markdown.js)
-        frag.append(el);
+        frag.append(assistantRow(r.text ?? '').el);
       } else if (r.role === 'tool') {
         frag.append(
           h('div', { class: `tool-row ${r.ok ? 'ok' : 'error'}` }, h('span', { class: 'tool-name', text: r.name ?? 'tool' }), h('span', { text: ` ${outcomeWord(r.ok ? 'ok' : 'error')} ${r.summary ?? ''}` })),
@@ -316,8 +329,9 @@ export async function mountChat(root, opts) {
         return;
       case 'chat.delta':
         if (!streaming) {
-          streaming = { el: addRow('assistant', ''), text: '' };
-          streaming.el.classList.add('turn-live');
+          streaming = { ...assistantRow('', { live: true }), text: '' };
+          log.append(streaming.el);
+          scrollDown();
         }
         streaming.text += m.text ?? '';
         if (!renderPending) {
@@ -338,7 +352,10 @@ export async function mountChat(root, opts) {
       case 'chat.done': {
         // chat.done.text is ALL of the turn's text: replace the streamed bubbles with it (3).
         for (const el of log.querySelectorAll('.msg.assistant.turn-live')) el.remove();
-        if (m.text) addRow('assistant', m.text);
+        if (m.text) {
+          log.append(assistantRow(m.text).el);
+          scrollDown();
+        }
         streaming = null;
         setBusy(false);
         return;

@@ -1,0 +1,136 @@
+"""The chat panel's polish, in real Chromium against the real host and the scripted model.
+
+- code blocks are highlighted (classes from the vendored highlight.js, colours from panel.css)
+  and each has a Copy button; each answer has a Copy button that copies its Markdown source;
+
+One browser for the module; each test opens its own DevTools panel page on its own tab (a new tab
+is a new chat) and names its own ``session`` marker of the model script.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, Playwright
+
+from tests.e2e.browser import E2EBrowser, PanelPage, launched, wait_until
+from tests.e2e.test_panels_at_work import (
+    PLAIN,
+    ModelThread,
+    Site,
+    open_devtools_panel,
+    open_site_tab,
+    screenshot,
+    send_task,
+    wait_idle,
+    wait_turn_end,
+    write_config,
+)
+
+pytestmark = pytest.mark.browser
+
+CODE_ANSWER = (
+    "Here is a small function:\n\n"
+    "```python\n"
+    "def greet(name: str) -> str:\n"
+    '    """Say hello."""\n'
+    '    return f"Hello, {name}!"  # friendly\n'
+    "```\n\n"
+    "Call it with `greet('Ada')`."
+)
+CODE = CODE_ANSWER.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def _script() -> dict[str, Any]:
+    steps: list[dict[str, Any]] = [
+        {"session": "[code-1]", "text": CODE_ANSWER},
+    ]
+    return {"steps": steps}
+
+
+class World:
+    def __init__(self, browser: E2EBrowser, site: Site, model: ModelThread) -> None:
+        self.browser = browser
+        self.site = site
+        self.model = model
+
+    def panel(self, name: str) -> tuple[Page, PanelPage, str]:
+        """A site tab and a DevTools panel page (a fresh chat) bound to it."""
+        page, tab_id = open_site_tab(self.browser, f"{self.site.url}/plain-{name}.html")
+        panel, sid = open_devtools_panel(self.browser, tab_id)
+        panel.page.bring_to_front()
+        return page, panel, sid
+
+
+@pytest.fixture(scope="module")
+def world(playwright: Playwright, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    root = tmp_path_factory.mktemp("polish")
+    names = ("code",)
+    site = Site(root / "site", {f"plain-{n}.html": PLAIN.format(title=n) for n in names})
+    model = ModelThread(_script())
+    write_config(root / "home", model.url)
+    try:
+        with launched(playwright, name="polish", root=root) as browser:
+            # The clipboard is read back on the local site (Chrome grants no permission to an
+            # extension origin over CDP); it is the same system clipboard the panel wrote.
+            browser.context.grant_permissions(["clipboard-read"], origin=site.url)
+            browser.wait_state("ready", timeout=20)
+            yield World(browser, site, model)
+    finally:
+        with contextlib.suppress(Exception):
+            model.close()
+        site.close()
+
+
+def _clipboard(reader: Page) -> str:
+    """The clipboard's text, read on a site page (focused: readText needs it)."""
+    reader.bring_to_front()
+    return str(reader.evaluate("() => navigator.clipboard.readText()"))
+
+
+def test_code_blocks_are_highlighted_and_copy_buttons_copy_code_and_markdown(
+    world: World,
+) -> None:
+    browser = world.browser
+    page, panel, sid = world.panel("code")
+    try:
+        send_task(panel, "[code-1] Write a greeting function.")
+        end = wait_turn_end(browser, sid, timeout=20)
+        assert (end["type"], end["text"]) == ("chat.done", CODE_ANSWER), end
+        wait_idle(panel, timeout=5)
+        answer = panel.page.locator("main.log .msg.assistant").last
+        block = answer.locator(".code-block")
+        wait_until(lambda: block.count() == 1 or None, timeout=5, what="the code block")
+        assert block.locator(".code-lang").inner_text() == "python"
+        code = block.locator("pre > code.hljs")
+        assert code.locator("span.hljs-keyword").first.inner_text() == "def"
+        assert code.locator("span.hljs-string").count() >= 2
+        assert code.locator("span.hljs-comment").inner_text() == "# friendly"
+        # The highlight is visible: a keyword's colour differs from the plain code's.
+        colours = code.evaluate(
+            "(el) => [getComputedStyle(el).color,"
+            " getComputedStyle(el.querySelector('.hljs-keyword')).color]"
+        )
+        assert colours[0] != colours[1], colours
+        # Only spans came out of the highlighter (it ran on sanitized output and was sanitized).
+        tags = code.evaluate("(el) => [...el.querySelectorAll('*')].map((n) => n.tagName)")
+        assert set(tags) == {"SPAN"}, tags
+        screenshot(browser, panel, "code-highlighted")
+
+        copy_code = block.get_by_role("button", name="Copy code")
+        copy_code.click()
+        wait_until(lambda: copy_code.inner_text() == "Copied" or None, timeout=5, what="Copied")
+        assert _clipboard(page) == CODE
+
+        panel.page.bring_to_front()
+        copy_answer = answer.get_by_role("button", name="Copy answer as Markdown")
+        copy_answer.click()
+        wait_until(lambda: copy_answer.inner_text() == "Copied" or None, timeout=5, what="Copied")
+        assert _clipboard(page) == CODE_ANSWER
+        assert panel.errors == []
+    finally:
+        panel.close()
+        page.close()
