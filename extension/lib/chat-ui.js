@@ -20,6 +20,7 @@ import { t } from './i18n.js';
 import { PanelPort, shortId } from './panel-port.js';
 import { approvalCard, askCard, focusPrompt } from './prompts.js';
 import { copyButton, renderRich } from './rich-text.js';
+import { ScrollFollower } from './scroll-follow.js';
 
 /** @typedef {{type: string, [k: string]: any}} Msg */
 
@@ -74,6 +75,8 @@ export async function mountChat(root, opts) {
   const header = h('header', { class: 'bar' }, modelSelect, chatsButton, newButton);
   const chatList = h('nav', { class: 'chat-list', hidden: true, 'aria-label': t('chatsButton') });
   const log = h('main', { class: 'log', 'aria-live': 'polite' });
+  const newMessages = h('button', { type: 'button', class: 'new-messages', hidden: true, text: t('newMessages') });
+  const logArea = h('div', { class: 'log-area' }, log, newMessages);
   const status = h('div', { class: 'status' });
   const usageLine = h('div', { class: 'usage' });
   const input = /** @type {HTMLTextAreaElement} */ (
@@ -82,7 +85,7 @@ export async function mountChat(root, opts) {
   const sendButton = h('button', { type: 'submit', class: 'primary', text: t('sendButton') });
   const stopButton = h('button', { type: 'button', class: 'stop', hidden: true, title: t('stopTitle'), text: t('stopButton') });
   const form = h('form', { class: 'composer' }, input, h('div', { class: 'actions' }, stopButton, sendButton));
-  root.replaceChildren(banner, header, chatList, notice, log, status, usageLine, form);
+  root.replaceChildren(banner, header, chatList, notice, logArea, status, usageLine, form);
 
   // ---- state --------------------------------------------------------------------------------
   let connState = 'connecting';
@@ -96,6 +99,11 @@ export async function mountChat(root, opts) {
   let renderPending = false;
   /** @type {number | undefined} */
   let oldestTimestamp;
+  /** What each chat.history we sent is for, per chat id, oldest first (results come in order). */
+  /** @type {Map<string, ('open' | 'older')[]>} */
+  const historyWanted = new Map();
+  // The log follows new content only while the reader is at its bottom (scroll-follow.js).
+  const follower = new ScrollFollower(log, { onUnseen: (unseen) => void (newMessages.hidden = !unseen) });
 
   const port = new PanelPort({
     chromeApi,
@@ -129,16 +137,25 @@ export async function mountChat(root, opts) {
     }
   }
 
-  function scrollDown() {
-    log.scrollTop = log.scrollHeight;
+  /** @param {Node} el */
+  function append(el) {
+    follower.change(() => log.append(el));
   }
 
   /** @param {'user' | 'error' | 'info'} role @param {string} text */
   function addRow(role, text) {
     const el = h('div', { class: `msg ${role}`, text });
-    log.append(el);
-    scrollDown();
+    append(el);
     return el;
+  }
+
+  /**
+   * Ask for a chat's history.
+   * @param {string} id @param {'open' | 'older'} purpose @param {number} [before]
+   */
+  function requestHistory(id, purpose, before) {
+    historyWanted.set(id, [...(historyWanted.get(id) ?? []), purpose]);
+    port.send(before === undefined ? { type: 'chat.history', id, limit: 100 } : { type: 'chat.history', id, before, limit: 100 });
   }
 
   /**
@@ -158,10 +175,8 @@ export async function mountChat(root, opts) {
 
   function renderStreaming() {
     renderPending = false;
-    if (streaming) {
-      renderRich(streaming.body, streaming.text);
-      scrollDown();
-    }
+    const live = streaming;
+    if (live) follower.change(() => renderRich(live.body, live.text));
   }
 
   /** @param {string} name @param {any} args */
@@ -173,8 +188,7 @@ export async function mountChat(root, opts) {
       h('pre', { class: 'tool-args', text: brief(args, 2000) }),
       h('div', { class: 'tool-summary' }),
     );
-    log.append(card);
-    scrollDown();
+    append(card);
     return card;
   }
 
@@ -184,10 +198,12 @@ export async function mountChat(root, opts) {
     card.classList.remove('running');
     card.classList.add(outcome);
     const word = outcomeWord(outcome);
-    const out = card.querySelector('.tool-outcome');
-    if (out) out.textContent = typeof m.durationMs === 'number' ? t('toolOutcomeWithDuration', word, (m.durationMs / 1000).toFixed(1)) : word;
-    const sum = card.querySelector('.tool-summary');
-    if (sum) sum.textContent = m.summary ?? '';
+    follower.change(() => {
+      const out = card.querySelector('.tool-outcome');
+      if (out) out.textContent = typeof m.durationMs === 'number' ? t('toolOutcomeWithDuration', word, (m.durationMs / 1000).toFixed(1)) : word;
+      const sum = card.querySelector('.tool-summary');
+      if (sum) sum.textContent = m.summary ?? '';
+    });
   }
 
   // ---- prompts --------------------------------------------------------------------------------
@@ -204,9 +220,8 @@ export async function mountChat(root, opts) {
 
   /** @param {HTMLElement} card */
   function showPrompt(card) {
-    log.append(card);
+    append(card);
     focusPrompt(card);
-    scrollDown();
   }
 
   // ---- chats and history -------------------------------------------------------------------------
@@ -235,6 +250,8 @@ export async function mountChat(root, opts) {
     sessionId = id;
     await chromeApi.storage.session.set({ [opts.storageKey]: sessionId }).catch(() => {});
     log.replaceChildren();
+    follower.toBottom();
+    historyWanted.clear();
     toolCards.clear();
     streaming = null;
     setBusy(false);
@@ -247,11 +264,11 @@ export async function mountChat(root, opts) {
     chatList.hidden = true;
     chatsButton.setAttribute('aria-expanded', 'false');
     await switchSession(id);
-    port.send({ type: 'chat.history', id, limit: 100 });
+    requestHistory(id, 'open');
   }
 
-  /** @param {Msg} m */
-  function renderHistory(m) {
+  /** @param {Msg} m @param {'open' | 'older'} purpose */
+  function renderHistory(m, purpose) {
     const rows = Array.isArray(m.messages) ? m.messages : [];
     const frag = document.createDocumentFragment();
     for (const r of rows) {
@@ -266,15 +283,19 @@ export async function mountChat(root, opts) {
     }
     const first = rows.find((r) => typeof r.timestamp === 'number');
     if (first) oldestTimestamp = first.timestamp;
-    log.querySelector('.load-older')?.remove();
-    if (m.hasMore && oldestTimestamp !== undefined) {
-      const before = oldestTimestamp;
-      log.prepend(h('button', { type: 'button', class: 'ghost load-older', text: t('loadOlder'), onclick: () => port.send({ type: 'chat.history', id: sessionId, before, limit: 100 }) }));
-      log.querySelector('.load-older')?.after(frag);
-    } else {
+    const place = () => {
+      log.querySelector('.load-older')?.remove();
+      if (m.hasMore && oldestTimestamp !== undefined) {
+        const before = oldestTimestamp;
+        frag.prepend(h('button', { type: 'button', class: 'ghost load-older', text: t('loadOlder'), onclick: () => requestHistory(sessionId, 'older', before) }));
+      }
       log.prepend(frag);
+    };
+    if (purpose === 'older') follower.prepend(place); // keep the reader's place
+    else {
+      place();
+      follower.toBottom();
     }
-    if (!m.hasMore || !('before' in m)) scrollDown();
   }
 
   // ---- inbound ------------------------------------------------------------------------------------
@@ -330,8 +351,7 @@ export async function mountChat(root, opts) {
       case 'chat.delta':
         if (!streaming) {
           streaming = { ...assistantRow('', { live: true }), text: '' };
-          log.append(streaming.el);
-          scrollDown();
+          append(streaming.el);
         }
         streaming.text += m.text ?? '';
         if (!renderPending) {
@@ -351,11 +371,10 @@ export async function mountChat(root, opts) {
       }
       case 'chat.done': {
         // chat.done.text is ALL of the turn's text: replace the streamed bubbles with it (3).
-        for (const el of log.querySelectorAll('.msg.assistant.turn-live')) el.remove();
-        if (m.text) {
-          log.append(assistantRow(m.text).el);
-          scrollDown();
-        }
+        follower.change(() => {
+          for (const el of log.querySelectorAll('.msg.assistant.turn-live')) el.remove();
+          if (m.text) log.append(assistantRow(m.text).el);
+        });
         streaming = null;
         setBusy(false);
         return;
@@ -389,9 +408,14 @@ export async function mountChat(root, opts) {
       case 'chat.list.result':
         renderChatList(Array.isArray(m.chats) ? m.chats : []);
         return;
-      case 'chat.history.result':
-        if (m.id === sessionId) renderHistory(m);
+      case 'chat.history.result': {
+        // Results are broadcast to every panel: take only the ones this panel asked for.
+        const wanted = historyWanted.get(m.id);
+        const purpose = wanted?.shift();
+        if (wanted && !wanted.length) historyWanted.delete(m.id);
+        if (purpose && m.id === sessionId) renderHistory(m, purpose);
         return;
+      }
       case 'chat.delete.result':
         if (!m.ok) showNotice(t('noticeDeleteFailed'));
         port.send({ type: 'chat.list' });
@@ -413,6 +437,7 @@ export async function mountChat(root, opts) {
     turnId = `t-${shortId()}`;
     port.send({ type: 'chat.send', sessionId, text, turnId });
     addRow('user', text);
+    follower.toBottom(); // the reader's own message: show it and what answers it
     streaming = null;
     input.value = '';
     setBusy(true);
@@ -441,6 +466,8 @@ export async function mountChat(root, opts) {
     }
   });
   stopButton.addEventListener('click', stop);
+  log.addEventListener('scroll', () => follower.scrolled(), { passive: true });
+  newMessages.addEventListener('click', () => follower.toBottom());
   newButton.addEventListener('click', () => {
     void switchSession(`${opts.prefix}-${shortId()}`);
     input.focus();
@@ -453,7 +480,7 @@ export async function mountChat(root, opts) {
   modelSelect.addEventListener('change', () => port.send({ type: 'models.set', id: modelSelect.value }));
 
   port.connect();
-  port.send({ type: 'chat.history', id: sessionId, limit: 100 });
+  requestHistory(sessionId, 'open');
   input.focus();
   return {
     get sessionId() {

@@ -2,6 +2,8 @@
 
 - code blocks are highlighted (classes from the vendored highlight.js, colours from panel.css)
   and each has a Copy button; each answer has a Copy button that copies its Markdown source;
+- the log follows a streaming answer while the reader is at the bottom, stays put (with a "new
+  messages" pill) once the reader scrolls up with the mouse wheel, and the pill jumps back;
 
 One browser for the module; each test opens its own DevTools panel page on its own tab (a new tab
 is a new chat) and names its own ``session`` marker of the model script.
@@ -42,11 +44,18 @@ CODE_ANSWER = (
     "Call it with `greet('Ada')`."
 )
 CODE = CODE_ANSWER.split("```python\n", 1)[1].split("```", 1)[0]
+# A long answer streamed a paragraph at a time, slowly enough to scroll while it comes.
+LONG_LINES = [f"Paragraph {n} of a long answer that keeps coming.\n\n" for n in range(1, 91)]
 
 
 def _script() -> dict[str, Any]:
     steps: list[dict[str, Any]] = [
         {"session": "[code-1]", "text": CODE_ANSWER},
+        {
+            "session": "[scroll-1]",
+            "text": LONG_LINES,
+            "fault": {"kind": "delay", "between_chunks_s": 0.08},
+        },
     ]
     return {"steps": steps}
 
@@ -68,7 +77,7 @@ class World:
 @pytest.fixture(scope="module")
 def world(playwright: Playwright, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("polish")
-    names = ("code",)
+    names = ("code", "scroll")
     site = Site(root / "site", {f"plain-{n}.html": PLAIN.format(title=n) for n in names})
     model = ModelThread(_script())
     write_config(root / "home", model.url)
@@ -130,6 +139,79 @@ def test_code_blocks_are_highlighted_and_copy_buttons_copy_code_and_markdown(
         copy_answer.click()
         wait_until(lambda: copy_answer.inner_text() == "Copied" or None, timeout=5, what="Copied")
         assert _clipboard(page) == CODE_ANSWER
+        assert panel.errors == []
+    finally:
+        panel.close()
+        page.close()
+
+
+_GEOMETRY_JS = """() => { const l = document.querySelector('main.log');
+  return {top: l.scrollTop, height: l.scrollHeight, view: l.clientHeight,
+          gap: l.scrollHeight - l.clientHeight - l.scrollTop,
+          pill: !document.querySelector('button.new-messages').hidden}; }"""
+
+
+def _geometry(panel: PanelPage) -> dict[str, Any]:
+    return dict(panel.page.evaluate(_GEOMETRY_JS))
+
+
+def test_the_log_follows_new_content_only_while_the_reader_is_at_the_bottom(
+    world: World,
+) -> None:
+    browser = world.browser
+    page, panel, sid = world.panel("scroll")
+    try:
+        send_task(panel, "[scroll-1] Tell me a long story.")
+        # At the bottom, the streamed answer keeps the view at the bottom as it grows.
+        first = wait_until(
+            lambda: (g := _geometry(panel))["height"] > g["view"] + 400 and g,
+            timeout=20,
+            what="the answer to overflow the log",
+        )
+        assert first["gap"] <= 2 and not first["pill"], first
+        grown = wait_until(
+            lambda: (g := _geometry(panel))["height"] > first["height"] + 150 and g,
+            timeout=10,
+            what="more of the answer",
+        )
+        assert grown["gap"] <= 2 and not grown["pill"], grown
+
+        # The reader scrolls up with the wheel: the view stays where they put it.
+        box = panel.page.locator("main.log").bounding_box()
+        assert box is not None
+        panel.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        panel.page.mouse.wheel(0, -300)
+        reading = wait_until(
+            lambda: (g := _geometry(panel))["gap"] >= 250 and g,
+            timeout=5,
+            what="the wheel to scroll the log up",
+        )
+        later = wait_until(
+            lambda: (g := _geometry(panel))["height"] > reading["height"] + 150 and g,
+            timeout=10,
+            what="more of the answer while reading",
+        )
+        assert abs(later["top"] - reading["top"]) <= 1, (reading, later)
+        assert later["pill"], later
+        screenshot(browser, panel, "scroll-reading-with-pill")
+
+        # The pill jumps to the bottom, and following resumes.
+        panel.page.locator("button.new-messages").click()
+        jumped = _geometry(panel)
+        assert jumped["gap"] <= 2 and not jumped["pill"], jumped
+        again = wait_until(
+            lambda: (g := _geometry(panel))["height"] > jumped["height"] + 150 and g,
+            timeout=10,
+            what="more of the answer after the jump",
+        )
+        assert again["gap"] <= 2 and not again["pill"], again
+
+        end = wait_turn_end(browser, sid, timeout=30)
+        assert end["type"] == "chat.done", end
+        assert end["text"].strip() == "".join(LONG_LINES).strip()
+        wait_idle(panel, timeout=5)
+        final = _geometry(panel)
+        assert final["gap"] <= 2 and not final["pill"], final
         assert panel.errors == []
     finally:
         panel.close()
