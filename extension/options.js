@@ -1,7 +1,8 @@
 // @ts-check
 /**
  * Options page: v2 `config.get` -> `config.result{values, schema}` rendered generically,
- * `config.set{values}` on save, `doctor.run` -> `doctor.result{checks}`, and the host status.
+ * `config.set{values}` on save, `doctor.run` -> `doctor.result{checks}`, the host status, and the
+ * side panel's keyboard shortcut as Chrome has it bound (chrome.commands.getAll).
  * Talks to the service worker like a panel: a runtime port and a session `opts-…` without capabilities.
  *
  * The schema is JSON-schema-ish: either {type: "object", properties: {...}} or a plain map of
@@ -10,6 +11,7 @@
  */
 
 import { h } from './lib/dom.js';
+import { shortcutOf } from './lib/commands.js';
 import { localize, t } from './lib/i18n.js';
 import { PanelPort, shortId } from './lib/panel-port.js';
 
@@ -23,6 +25,9 @@ const form = /** @type {HTMLFormElement} */ (document.getElementById('config'));
 const configMsg = /** @type {HTMLElement} */ (document.getElementById('config-msg'));
 const doctorList = /** @type {HTMLElement} */ (document.getElementById('doctor'));
 const doctorButton = /** @type {HTMLButtonElement} */ (document.getElementById('doctor-run'));
+const shortcutEl = /** @type {HTMLElement} */ (document.getElementById('shortcut'));
+const shortcutButton = /** @type {HTMLButtonElement} */ (document.getElementById('shortcut-change'));
+const chromeApi = /** @type {any} */ (globalThis).chrome;
 
 /** @type {Map<string, {field: Field, read: () => any}>} */
 let inputs = new Map();
@@ -180,4 +185,19 @@ function handle(m) {
   }
 }
 
+/** Show the side panel's shortcut as Chrome has it bound (the user may have changed it). */
+async function showShortcut() {
+  const keys = await shortcutOf(chromeApi).catch(() => '');
+  shortcutEl.textContent = keys ? t('optionsShortcutIs', keys) : t('optionsShortcutUnset');
+  shortcutEl.dataset.keys = keys;
+}
+
+// Chrome's own page is where shortcuts are changed; an extension may open it in a tab.
+shortcutButton.addEventListener('click', () => void chromeApi.tabs.create({ url: 'chrome://extensions/shortcuts' }));
+// Coming back from that page: show the new binding.
+document.addEventListener('visibilitychange', () => {
+  if (document.visibilityState === 'visible') void showShortcut();
+});
+
+void showShortcut();
 port.connect();

@@ -4,6 +4,10 @@
   and each has a Copy button; each answer has a Copy button that copies its Markdown source;
 - the log follows a streaming answer while the reader is at the bottom, stays put (with a "new
   messages" pill) once the reader scrolls up with the mouse wheel, and the pill jumps back;
+- the side panel's keyboard shortcut is registered (chrome.commands.getAll) and the options page
+  shows its binding. Pressing it cannot be tested here: headless Chromium hands CDP key events to
+  the page, never to its extension-command accelerators (a press of Alt+Shift+Y on a tab opened
+  no side panel); lib/commands.js's listener is covered by node tests.
 
 One browser for the module; each test opens its own DevTools panel page on its own tab (a new tab
 is a new chat) and names its own ``session`` marker of the model script.
@@ -216,3 +220,26 @@ def test_the_log_follows_new_content_only_while_the_reader_is_at_the_bottom(
     finally:
         panel.close()
         page.close()
+
+
+def test_the_side_panel_shortcut_is_registered_and_the_options_page_shows_it(
+    world: World,
+) -> None:
+    browser = world.browser
+    commands = browser.worker.evaluate("() => chrome.commands.getAll()")
+    mine = next(c for c in commands if c["name"] == "open-side-panel")
+    assert mine["shortcut"] == "Alt+Shift+Y", commands
+    assert mine["description"] == "Open Browy in the side panel", commands
+    panel = browser.open_panel("options.html")
+    try:
+        shown = wait_until(
+            lambda: panel.page.locator("#shortcut").inner_text() or None,
+            timeout=5,
+            what="the shortcut on the options page",
+        )
+        assert shown == "Open Browy in the side panel: Alt+Shift+Y", shown
+        assert panel.page.locator("#shortcut-change").is_visible()
+        screenshot(browser, panel, "options-shortcut")
+        assert panel.errors == []
+    finally:
+        panel.close()
