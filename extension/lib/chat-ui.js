@@ -15,6 +15,7 @@
  * that copies its markdown source).
  */
 
+import { ChatList } from './chat-list.js';
 import { brief, h } from './dom.js';
 import { t } from './i18n.js';
 import { PanelPort, shortId } from './panel-port.js';
@@ -73,7 +74,6 @@ export async function mountChat(root, opts) {
   const chatsButton = h('button', { type: 'button', class: 'ghost', title: t('chatsButton'), 'aria-expanded': 'false', text: t('chatsButton') });
   const newButton = h('button', { type: 'button', class: 'ghost', title: t('newChatTitle'), text: t('newChatButton') });
   const header = h('header', { class: 'bar' }, modelSelect, chatsButton, newButton);
-  const chatList = h('nav', { class: 'chat-list', hidden: true, 'aria-label': t('chatsButton') });
   const log = h('main', { class: 'log', 'aria-live': 'polite' });
   const newMessages = h('button', { type: 'button', class: 'new-messages', hidden: true, text: t('newMessages') });
   const logArea = h('div', { class: 'log-area' }, log, newMessages);
@@ -85,6 +85,14 @@ export async function mountChat(root, opts) {
   const sendButton = h('button', { type: 'submit', class: 'primary', text: t('sendButton') });
   const stopButton = h('button', { type: 'button', class: 'stop', hidden: true, title: t('stopTitle'), text: t('stopButton') });
   const form = h('form', { class: 'composer' }, input, h('div', { class: 'actions' }, stopButton, sendButton));
+  const chats = new ChatList({
+    currentId: () => sessionId,
+    open: (id) => void openChat(id),
+    remove: (id) => port.send({ type: 'chat.delete', id }),
+    fetchPage: (req) => requestHistory(req.id, 'export', req.before, req.limit),
+    notify: (text) => showNotice(text),
+  });
+  const chatList = chats.el;
   root.replaceChildren(banner, header, chatList, notice, logArea, status, usageLine, form);
 
   // ---- state --------------------------------------------------------------------------------
@@ -100,7 +108,7 @@ export async function mountChat(root, opts) {
   /** @type {number | undefined} */
   let oldestTimestamp;
   /** What each chat.history we sent is for, per chat id, oldest first (results come in order). */
-  /** @type {Map<string, ('open' | 'older')[]>} */
+  /** @type {Map<string, ('open' | 'older' | 'export')[]>} */
   const historyWanted = new Map();
   // The log follows new content only while the reader is at its bottom (scroll-follow.js).
   const follower = new ScrollFollower(log, { onUnseen: (unseen) => void (newMessages.hidden = !unseen) });
@@ -150,12 +158,13 @@ export async function mountChat(root, opts) {
   }
 
   /**
-   * Ask for a chat's history.
-   * @param {string} id @param {'open' | 'older'} purpose @param {number} [before]
+   * Ask for (a page of) a chat's history: to show it ('open'), older rows above it ('older'),
+   * or for an export (chat-list.js).
+   * @param {string} id @param {'open' | 'older' | 'export'} purpose @param {number} [before] @param {number} [limit]
    */
-  function requestHistory(id, purpose, before) {
+  function requestHistory(id, purpose, before, limit = 100) {
     historyWanted.set(id, [...(historyWanted.get(id) ?? []), purpose]);
-    port.send(before === undefined ? { type: 'chat.history', id, limit: 100 } : { type: 'chat.history', id, before, limit: 100 });
+    port.send(before === undefined ? { type: 'chat.history', id, limit } : { type: 'chat.history', id, before, limit });
   }
 
   /**
@@ -226,23 +235,6 @@ export async function mountChat(root, opts) {
 
   // ---- chats and history -------------------------------------------------------------------------
 
-  /** @param {any[]} chats */
-  function renderChatList(chats) {
-    chatList.replaceChildren();
-    if (!chats.length) chatList.append(h('div', { class: 'muted', text: t('noSavedChats') }));
-    for (const c of chats) {
-      const when = new Date(c.modifiedTime ?? c.startTime ?? 0).toLocaleString();
-      chatList.append(
-        h(
-          'div',
-          { class: `chat-item${c.id === sessionId ? ' current' : ''}` },
-          h('button', { type: 'button', class: 'chat-open', title: c.id, onclick: () => openChat(c.id) }, h('span', { text: c.summary || c.id }), h('small', { text: when })),
-          h('button', { type: 'button', class: 'ghost danger', title: t('deleteChatTitle'), 'aria-label': t('deleteChatLabel', c.summary || c.id), text: '×', onclick: () => port.send({ type: 'chat.delete', id: c.id }) }),
-        ),
-      );
-    }
-  }
-
   /** @param {string} id */
   async function switchSession(id) {
     if (id === sessionId) return;
@@ -251,7 +243,6 @@ export async function mountChat(root, opts) {
     await chromeApi.storage.session.set({ [opts.storageKey]: sessionId }).catch(() => {});
     log.replaceChildren();
     follower.toBottom();
-    historyWanted.clear();
     toolCards.clear();
     streaming = null;
     setBusy(false);
@@ -305,6 +296,13 @@ export async function mountChat(root, opts) {
     if (typeof m.sessionId === 'string' && m.sessionId !== sessionId) return;
     switch (m.type) {
       case '__state': {
+        const waiting = m.state === 'connecting' || m.state === 'awaiting_hello';
+        if (m.state !== 'ready' && (connState === 'ready' || !waiting)) {
+          // The history requests in flight get no answer: those of a connection that went are
+          // not moved to the next (protocol.md 5), and a problem state drops what is queued.
+          historyWanted.clear();
+          chats.failAll();
+        }
         connState = m.state;
         const text = STATE_TEXT[m.state]?.();
         banner.hidden = m.state === 'ready';
@@ -406,14 +404,15 @@ export async function mountChat(root, opts) {
         showPrompt(askCard(m, sessionId, promptHooks));
         return;
       case 'chat.list.result':
-        renderChatList(Array.isArray(m.chats) ? m.chats : []);
+        chats.render(Array.isArray(m.chats) ? m.chats : []);
         return;
       case 'chat.history.result': {
         // Results are broadcast to every panel: take only the ones this panel asked for.
         const wanted = historyWanted.get(m.id);
         const purpose = wanted?.shift();
         if (wanted && !wanted.length) historyWanted.delete(m.id);
-        if (purpose && m.id === sessionId) renderHistory(m, purpose);
+        if (purpose === 'export') chats.exportPage(m);
+        else if (purpose && m.id === sessionId) renderHistory(m, purpose);
         return;
       }
       case 'chat.delete.result':

@@ -4,6 +4,7 @@
   and each has a Copy button; each answer has a Copy button that copies its Markdown source;
 - the log follows a streaming answer while the reader is at the bottom, stays put (with a "new
   messages" pill) once the reader scrolls up with the mouse wheel, and the pill jumps back;
+- a chat exported from the chat list downloads as a .md file with the tools folded;
 - the side panel's keyboard shortcut is registered (chrome.commands.getAll) and the options page
   shows its binding. Pressing it cannot be tested here: headless Chromium hands CDP key events to
   the page, never to its extension-command accelerators (a press of Alt+Shift+Y on a tab opened
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,6 +33,7 @@ from tests.e2e.test_panels_at_work import (
     open_site_tab,
     screenshot,
     send_task,
+    session_messages,
     wait_idle,
     wait_turn_end,
     write_config,
@@ -55,6 +58,9 @@ LONG_LINES = [f"Paragraph {n} of a long answer that keeps coming.\n\n" for n in 
 def _script() -> dict[str, Any]:
     steps: list[dict[str, Any]] = [
         {"session": "[code-1]", "text": CODE_ANSWER},
+        {"session": "[export-1]", "tool_calls": [{"name": "inspect_page", "arguments": {}}]},
+        {"session": "[export-1]", "text": "It is a **plain** page."},
+        {"session": "[export-1]", "text": "Still plain."},
         {
             "session": "[scroll-1]",
             "text": LONG_LINES,
@@ -81,7 +87,7 @@ class World:
 @pytest.fixture(scope="module")
 def world(playwright: Playwright, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("polish")
-    names = ("code", "scroll")
+    names = ("code", "scroll", "export")
     site = Site(root / "site", {f"plain-{n}.html": PLAIN.format(title=n) for n in names})
     model = ModelThread(_script())
     write_config(root / "home", model.url)
@@ -243,3 +249,57 @@ def test_the_side_panel_shortcut_is_registered_and_the_options_page_shows_it(
         assert panel.errors == []
     finally:
         panel.close()
+
+
+def test_a_chat_exports_from_the_chat_list_as_markdown_with_its_tools_folded(
+    world: World, tmp_path: Path
+) -> None:
+    browser = world.browser
+    page, panel, sid = world.panel("export")
+    try:
+        send_task(panel, "[export-1] What is on this page?")
+        assert wait_turn_end(browser, sid, timeout=20)["type"] == "chat.done"
+        wait_idle(panel, timeout=5)
+        send_task(panel, "[export-1] And now?")
+        wait_until(
+            lambda: (
+                len([m for m in session_messages(browser, sid) if m["type"] == "chat.done"]) == 2
+                or None
+            ),
+            timeout=20,
+            what="the second turn to end",
+        )
+        wait_idle(panel, timeout=5)
+
+        panel.page.get_by_role("button", name="Chats").click()
+        item = panel.page.locator(".chat-item", has=panel.page.locator(f"button[title='{sid}']"))
+        wait_until(lambda: item.count() == 1 or None, timeout=10, what="the chat in the list")
+        export = item.locator("button.chat-export")
+        screenshot(browser, panel, "chat-list-export")
+        with panel.page.expect_download(timeout=15_000) as info:
+            export.click()
+        download = info.value
+        name = download.suggested_filename
+        assert name.startswith("browy-export-1-what-is-on-this-page-") and name.endswith(".md"), (
+            name
+        )
+        saved = tmp_path / name
+        download.save_as(saved)
+        text = saved.read_text(encoding="utf-8")
+        assert text.startswith("# "), text
+        assert f"Browy chat {sid}, exported" in text
+        turns = text.split("\n---\n")
+        assert len(turns) == 2, text
+        first, second = turns
+        assert "### You" in first and "[export-1] What is on this page?" in first
+        assert "<details>\n<summary>Tools used: 1</summary>" in first
+        assert "- <code>inspect_page</code> — ok" in first
+        assert first.index("</details>") < first.index("### Browy")
+        assert "It is a **plain** page." in first
+        assert "[export-1] And now?" in second and "Still plain." in second
+        assert "<details>" not in second
+        assert not export.is_disabled()
+        assert panel.errors == []
+    finally:
+        panel.close()
+        page.close()
