@@ -5,6 +5,8 @@
 - the log follows a streaming answer while the reader is at the bottom, stays put (with a "new
   messages" pill) once the reader scrolls up with the mouse wheel, and the pill jumps back;
 - a chat exported from the chat list downloads as a .md file with the tools folded;
+- the real side panel shows a highlighted code block; its screenshot is the README's
+  ``docs/images/panel-code.png`` (rewritten only with ``BROWY_UPDATE_DOCS_IMAGES=1``);
 - the side panel's keyboard shortcut is registered (chrome.commands.getAll) and the options page
   shows its binding. Pressing it cannot be tested here: headless Chromium hands CDP key events to
   the page, never to its extension-command accelerators (a press of Alt+Shift+Y on a tab opened
@@ -17,6 +19,8 @@ is a new chat) and names its own ``session`` marker of the model script.
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,16 +28,26 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, Playwright
 
-from tests.e2e.browser import E2EBrowser, PanelPage, launched, wait_until
+from tests.e2e.browser import (
+    ARTIFACTS_DIR,
+    REPO_ROOT,
+    E2EBrowser,
+    PanelPage,
+    launched,
+    panel_session_id,
+    wait_until,
+)
 from tests.e2e.test_panels_at_work import (
     PLAIN,
     ModelThread,
     Site,
+    _open_real_side_panel,
     open_devtools_panel,
     open_site_tab,
     screenshot,
     send_task,
     session_messages,
+    wait_for_session_ready,
     wait_idle,
     wait_turn_end,
     write_config,
@@ -51,6 +65,23 @@ CODE_ANSWER = (
     "Call it with `greet('Ada')`."
 )
 CODE = CODE_ANSWER.split("```python\n", 1)[1].split("```", 1)[0]
+# The README's picture: a plain question (no session marker: the script's unmarked step).
+DOCS_QUESTION = "How do I read a JSON file in Python?"
+DOCS_ANSWER = (
+    "Use the standard library's `json` module:\n\n"
+    "```python\n"
+    "import json\n"
+    "from pathlib import Path\n\n"
+    "def load(path: str) -> dict:\n"
+    '    """Read a JSON file."""\n'
+    '    text = Path(path).read_text("utf-8")\n'
+    "    return json.loads(text)  # may raise\n\n"
+    'cfg = load("settings.json")\n'
+    'print(cfg.get("theme", "light"))\n'
+    "```\n\n"
+    "`json.loads` raises `ValueError` on bad JSON."
+)
+DOCS_IMAGE = REPO_ROOT / "docs" / "images" / "panel-code.png"
 # A long answer streamed a paragraph at a time, slowly enough to scroll while it comes.
 LONG_LINES = [f"Paragraph {n} of a long answer that keeps coming.\n\n" for n in range(1, 91)]
 
@@ -58,6 +89,7 @@ LONG_LINES = [f"Paragraph {n} of a long answer that keeps coming.\n\n" for n in 
 def _script() -> dict[str, Any]:
     steps: list[dict[str, Any]] = [
         {"session": "[code-1]", "text": CODE_ANSWER},
+        {"text": DOCS_ANSWER},
         {"session": "[export-1]", "tool_calls": [{"name": "inspect_page", "arguments": {}}]},
         {"session": "[export-1]", "text": "It is a **plain** page."},
         {"session": "[export-1]", "text": "Still plain."},
@@ -303,3 +335,44 @@ def test_a_chat_exports_from_the_chat_list_as_markdown_with_its_tools_folded(
     finally:
         panel.close()
         page.close()
+
+
+def test_the_real_side_panel_shows_a_highlighted_code_block_for_the_readme(world: World) -> None:
+    """The README's ``docs/images/panel-code.png``: the real side panel after a code answer.
+
+    The picture is always written to test-artifacts; ``BROWY_UPDATE_DOCS_IMAGES=1`` also
+    copies it over the README's copy (so an ordinary test run leaves the checkout clean).
+    """
+    browser = world.browser
+    opener, side = _open_real_side_panel(browser)
+    try:
+        sid = panel_session_id(side, "sp")  # type: ignore[arg-type]  # duck-typed .page
+        wait_for_session_ready(browser, side, sid)
+        send_task(side, DOCS_QUESTION)
+        end = wait_turn_end(browser, sid, timeout=20)
+        assert (end["type"], end["text"]) == ("chat.done", DOCS_ANSWER), end
+        wait_idle(side, timeout=5)
+        keywords = wait_until(
+            lambda: (
+                side.evaluate(
+                    "() => [...document.querySelectorAll('.code-block code.hljs .hljs-keyword')]"
+                    ".map((k) => k.textContent)"
+                )
+                or None
+            ),
+            timeout=5,
+            what="highlighted keywords in the side panel",
+        )
+        assert {"import", "from", "def", "return"} <= set(keywords), keywords
+        # Nothing focused or hovered in the picture.
+        side.evaluate("() => document.activeElement?.blur()")
+        shot = ARTIFACTS_DIR / f"{browser.name}-panel-code.png"
+        ARTIFACTS_DIR.mkdir(parents=True, exist_ok=True)
+        side.screenshot(shot)
+        assert shot.stat().st_size > 10_000
+        if os.environ.get("BROWY_UPDATE_DOCS_IMAGES") == "1":
+            shutil.copyfile(shot, DOCS_IMAGE)
+        assert side.errors == []
+    finally:
+        side.close()
+        opener.close()
