@@ -12,7 +12,9 @@
  * The session id is kept in chrome.storage.session under `storageKey`, so reopening resumes the chat.
  * The DOM is built with createElement/textContent; innerHTML only takes sanitized markdown
  * (rich-text.js: highlighted code blocks with a Copy button; each final answer has a Copy button
- * that copies its markdown source).
+ * that copies its markdown source). Helpers, each in its own module: prompts.js (approval and
+ * question cards, focus rules), scroll-follow.js (follow the bottom only while the reader is
+ * there; the "New messages" pill), chat-list.js (saved chats, Markdown export), i18n.js.
  */
 
 import { ChatList } from './chat-list.js';
@@ -107,8 +109,11 @@ export async function mountChat(root, opts) {
   let renderPending = false;
   /** @type {number | undefined} */
   let oldestTimestamp;
-  /** What each chat.history we sent is for, per chat id, oldest first (results come in order). */
-  /** @type {Map<string, ('open' | 'older' | 'export')[]>} */
+  /**
+   * What each chat.history this panel sent is for, per chat id, oldest first (the answers come
+   * in order, and are broadcast to every panel: one nobody here asked for is ignored).
+   * @type {Map<string, ('open' | 'older' | 'export')[]>}
+   */
   const historyWanted = new Map();
   // The log follows new content only while the reader is at its bottom (scroll-follow.js).
   const follower = new ScrollFollower(log, { onUnseen: (unseen) => void (newMessages.hidden = !unseen) });
