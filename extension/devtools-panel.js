@@ -5,6 +5,9 @@
  */
 
 import { mountChat } from './lib/chat-ui.js';
+import { localize } from './lib/i18n.js';
+
+localize(document);
 
 const chromeApi = /** @type {any} */ (globalThis).chrome;
 

@@ -1,7 +1,8 @@
 // @ts-check
 /**
  * Options page: v2 `config.get` -> `config.result{values, schema}` rendered generically,
- * `config.set{values}` on save, `doctor.run` -> `doctor.result{checks}`, and the host status.
+ * `config.set{values}` on save, `doctor.run` -> `doctor.result{checks}`, the host status, and the
+ * side panel's keyboard shortcut as Chrome has it bound (chrome.commands.getAll).
  * Talks to the service worker like a panel: a runtime port and a session `opts-…` without capabilities.
  *
  * The schema is JSON-schema-ish: either {type: "object", properties: {...}} or a plain map of
@@ -9,8 +10,12 @@
  * become dotted keys ("approvals.mode"), which is also how values are sent back.
  */
 
-import { h } from './lib/chat-ui.js';
+import { h } from './lib/dom.js';
+import { shortcutOf } from './lib/commands.js';
+import { localize, t } from './lib/i18n.js';
 import { PanelPort, shortId } from './lib/panel-port.js';
+
+localize(document);
 
 /** @typedef {{type?: string, enum?: any[], title?: string, description?: string, default?: any, items?: any, properties?: Record<string, any>, format?: string, writeOnly?: boolean}} Field */
 
@@ -20,6 +25,9 @@ const form = /** @type {HTMLFormElement} */ (document.getElementById('config'));
 const configMsg = /** @type {HTMLElement} */ (document.getElementById('config-msg'));
 const doctorList = /** @type {HTMLElement} */ (document.getElementById('doctor'));
 const doctorButton = /** @type {HTMLButtonElement} */ (document.getElementById('doctor-run'));
+const shortcutEl = /** @type {HTMLElement} */ (document.getElementById('shortcut'));
+const shortcutButton = /** @type {HTMLButtonElement} */ (document.getElementById('shortcut-change'));
+const chromeApi = /** @type {any} */ (globalThis).chrome;
 
 /** @type {Map<string, {field: Field, read: () => any}>} */
 let inputs = new Map();
@@ -86,7 +94,7 @@ function renderField(key, field, value) {
     const area = /** @type {HTMLTextAreaElement} */ (h('textarea', { id, rows: 3 }));
     area.value = Array.isArray(v) ? v.join('\n') : '';
     return {
-      el: h('div', { class: 'field' }, h('label', { for: id, text: `${label} (one per line)` }), area, help),
+      el: h('div', { class: 'field' }, h('label', { for: id, text: t('optionsOnePerLine', label) }), area, help),
       read: () => area.value.split('\n').map((s) => s.trim()).filter(Boolean),
     };
   }
@@ -124,8 +132,8 @@ function renderConfig(values, schema) {
   inputs = new Map();
   form.replaceChildren();
   renderProps(form, propertiesOf(schema), values ?? {}, '');
-  if (!inputs.size) form.append(h('p', { class: 'muted', text: 'The host offers no settings.' }));
-  form.append(h('button', { type: 'submit', class: 'primary', text: 'Save' }));
+  if (!inputs.size) form.append(h('p', { class: 'muted', text: t('optionsNoSettings') }));
+  form.append(h('button', { type: 'submit', class: 'primary', text: t('optionsSave') }));
 }
 
 form.addEventListener('submit', (e) => {
@@ -133,12 +141,13 @@ form.addEventListener('submit', (e) => {
   /** @type {Record<string, any>} */
   const values = {};
   for (const [key, { read }] of inputs) values[key] = read();
-  configMsg.textContent = 'Saving…';
+  configMsg.textContent = t('optionsSaving');
+  configMsg.dataset.saving = 'true';
   port.send({ type: 'config.set', sessionId, values });
 });
 
 doctorButton.addEventListener('click', () => {
-  doctorList.replaceChildren(h('li', { class: 'muted', text: 'Running…' }));
+  doctorList.replaceChildren(h('li', { class: 'muted', text: t('optionsDoctorRunning') }));
   port.send({ type: 'doctor.run', sessionId });
 });
 
@@ -148,7 +157,7 @@ function handle(m) {
   switch (m.type) {
     case '__state':
       statusEl.replaceChildren(
-        h('div', { text: m.state === 'ready' ? `Connected (${m.detail})` : `${m.state}: ${m.detail || ''}` }),
+        h('div', { text: m.state === 'ready' ? t('optionsConnected', m.detail ?? '') : `${m.state}: ${m.detail || ''}` }),
         // replaceChildren would turn a null into the text "null": add the fix only when there is one.
         ...(m.fix ? [h('code', { class: 'fix', text: m.fix })] : []),
       );
@@ -157,7 +166,8 @@ function handle(m) {
       return;
     case 'config.result':
       renderConfig(m.values, m.schema);
-      configMsg.textContent = configMsg.textContent === 'Saving…' ? 'Saved.' : '';
+      configMsg.textContent = configMsg.dataset.saving ? t('optionsSaved') : '';
+      delete configMsg.dataset.saving;
       return;
     case 'doctor.result':
       doctorList.replaceChildren(
@@ -167,6 +177,7 @@ function handle(m) {
       );
       return;
     case 'error':
+      delete configMsg.dataset.saving;
       configMsg.textContent = `${m.code}: ${m.message ?? ''}`;
       return;
     default:
@@ -174,4 +185,19 @@ function handle(m) {
   }
 }
 
+/** Show the side panel's shortcut as Chrome has it bound (the user may have changed it). */
+async function showShortcut() {
+  const keys = await shortcutOf(chromeApi).catch(() => '');
+  shortcutEl.textContent = keys ? t('optionsShortcutIs', keys) : t('optionsShortcutUnset');
+  shortcutEl.dataset.keys = keys;
+}
+
+// Chrome's own page is where shortcuts are changed; an extension may open it in a tab.
+shortcutButton.addEventListener('click', () => void chromeApi.tabs.create({ url: 'chrome://extensions/shortcuts' }));
+// Coming back from that page: show the new binding.
+document.addEventListener('visibilitychange', () => {
+  if (document.visibilityState === 'visible') void showShortcut();
+});
+
+void showShortcut();
 port.connect();

@@ -2,6 +2,9 @@
 /** Side panel: the shared chat UI with session id `sp-…`, kept per window in chrome.storage.session. */
 
 import { mountChat } from './lib/chat-ui.js';
+import { localize } from './lib/i18n.js';
+
+localize(document);
 
 const chromeApi = /** @type {any} */ (globalThis).chrome;
 

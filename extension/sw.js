@@ -6,6 +6,7 @@
  */
 
 import { createBackground } from './lib/background.js';
+import { commandListener } from './lib/commands.js';
 
 const chromeApi = /** @type {any} */ (globalThis).chrome;
 const bg = createBackground({ chromeApi });
@@ -15,6 +16,10 @@ bg.start();
 chromeApi.sidePanel?.setPanelBehavior?.({ openPanelOnActionClick: true })?.catch?.((/** @type {unknown} */ e) =>
   console.warn('[browy] setPanelBehavior failed', e),
 );
+
+// The keyboard shortcut (manifest `commands`) opens the side panel; registered at top level so a
+// stopped worker woken by the command gets the event.
+chromeApi.commands?.onCommand?.addListener(commandListener(chromeApi));
 
 // A watchdog alarm wakes a stopped worker (e.g. after the host was missing and the worker idled
 // out) so it reconnects; while the worker runs it only nudges a connection waiting on its backoff.

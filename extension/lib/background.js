@@ -16,6 +16,7 @@
  */
 
 import { CdpExecutor } from './cdp.js';
+import { t } from './i18n.js';
 import { NativeConnection } from './native.js';
 import { inboundHandler, isInternalType, isPanelToHost } from './protocol.js';
 import { SessionRegistry } from './sessions.js';
@@ -140,7 +141,7 @@ export function createBackground(opts = {}) {
         type: 'chat.error',
         sessionId: msg.sessionId,
         code: 'CONNECTION_LOST',
-        message: `Not connected to the Browy host (${info.state}). ${info.fix}`.trim(),
+        message: t('errorNotConnected', info.state, info.fix).trim(),
         turnId: msg.turnId,
       });
       if (typeof msg.turnId === 'string') endedTurns.add(msg.turnId);
@@ -194,7 +195,7 @@ export function createBackground(opts = {}) {
       endedTurns.add(turnId);
       registry.route({
         type: 'chat.error', sessionId, turnId, code: 'CONNECTION_LOST',
-        message: 'The connection to the Browy host was lost; reconnecting. Try again.',
+        message: t('errorConnectionLost'),
       });
       registry.route({ type: 'event.activity', sessionId, event: 'status.error' });
     }

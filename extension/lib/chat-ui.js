@@ -10,11 +10,20 @@
  *   chat.list / chat.history / chat.delete, models.list / models.current / models.set,
  *   auth.status, sdk.ready, error, and the SW's `__state` banner with its fix.
  * The session id is kept in chrome.storage.session under `storageKey`, so reopening resumes the chat.
- * The DOM is built with createElement/textContent; innerHTML only takes sanitized markdown.
+ * The DOM is built with createElement/textContent; innerHTML only takes sanitized markdown
+ * (rich-text.js: highlighted code blocks with a Copy button; each final answer has a Copy button
+ * that copies its markdown source). Helpers, each in its own module: prompts.js (approval and
+ * question cards, focus rules), scroll-follow.js (follow the bottom only while the reader is
+ * there; the "New messages" pill), chat-list.js (saved chats, Markdown export), i18n.js.
  */
 
-import { renderMarkdown } from './markdown.js';
+import { ChatList } from './chat-list.js';
+import { brief, h } from './dom.js';
+import { t } from './i18n.js';
 import { PanelPort, shortId } from './panel-port.js';
+import { approvalCard, askCard, focusPrompt } from './prompts.js';
+import { copyButton, renderRich } from './rich-text.js';
+import { ScrollFollower } from './scroll-follow.js';
 
 /** @typedef {{type: string, [k: string]: any}} Msg */
 
@@ -27,47 +36,27 @@ import { PanelPort, shortId } from './panel-port.js';
  * @property {any} [chromeApi]
  */
 
-/**
- * Create a DOM element.
- * @param {string} tag
- * @param {Record<string, any>} [attrs]
- * @param {...(Node | string | null | undefined | false)} children
- * @returns {HTMLElement}
- */
-export function h(tag, attrs = {}, ...children) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === 'class') el.className = String(v);
-    else if (k === 'text') el.textContent = String(v);
-    else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
-    else el.setAttribute(k, v === true ? '' : String(v));
-  }
-  for (const c of children) if (c) el.append(c);
-  return el;
-}
-
-/** @param {unknown} v */
-function brief(v, max = 300) {
-  let s;
-  try {
-    s = typeof v === 'string' ? v : JSON.stringify(v);
-  } catch {
-    s = String(v);
-  }
-  s = s ?? '';
-  return s.length > max ? s.slice(0, max) + '…' : s;
-}
-
-const STATE_TEXT = /** @type {Record<string, string>} */ ({
-  disconnected: 'Not connected to the Browy host.',
-  connecting: 'Connecting to the Browy host…',
-  awaiting_hello: 'Connecting to the Browy host…',
-  host_missing: 'The Browy host is not installed.',
-  host_forbidden: 'The Browy host does not allow this extension.',
-  host_crashed: 'The Browy host stopped. Restarting…',
-  protocol_mismatch: 'The Browy host speaks another protocol version.',
+/** The banner's text for each connection state (lib/native.js); "ready" has none. */
+const STATE_TEXT = /** @type {Record<string, () => string>} */ ({
+  disconnected: () => t('stateDisconnected'),
+  connecting: () => t('stateConnecting'),
+  awaiting_hello: () => t('stateConnecting'),
+  host_missing: () => t('stateHostMissing'),
+  host_forbidden: () => t('stateHostForbidden'),
+  host_crashed: () => t('stateHostCrashed'),
+  protocol_mismatch: () => t('stateProtocolMismatch'),
 });
+
+/**
+ * A tool outcome (protocol.md 4: ok | error | unknown) in the user's words.
+ * @param {string} outcome
+ */
+function outcomeWord(outcome) {
+  if (outcome === 'ok') return t('outcomeOk');
+  if (outcome === 'error') return t('outcomeError');
+  if (outcome === 'unknown') return t('outcomeUnknown');
+  return outcome;
+}
 
 /**
  * Mount the chat into `root`.
@@ -83,26 +72,35 @@ export async function mountChat(root, opts) {
   // ---- DOM ----------------------------------------------------------------------------------
   const banner = h('div', { class: 'banner', role: 'status', hidden: true });
   const notice = h('div', { class: 'notice', role: 'alert', hidden: true });
-  const modelSelect = /** @type {HTMLSelectElement} */ (h('select', { class: 'model', 'aria-label': 'Model', title: 'Model' }));
-  const chatsButton = h('button', { type: 'button', class: 'ghost', title: 'Chats', 'aria-expanded': 'false', text: 'Chats' });
-  const newButton = h('button', { type: 'button', class: 'ghost', title: 'New chat', text: 'New' });
+  const modelSelect = /** @type {HTMLSelectElement} */ (h('select', { class: 'model', 'aria-label': t('modelLabel'), title: t('modelLabel') }));
+  const chatsButton = h('button', { type: 'button', class: 'ghost', title: t('chatsButton'), 'aria-expanded': 'false', text: t('chatsButton') });
+  const newButton = h('button', { type: 'button', class: 'ghost', title: t('newChatTitle'), text: t('newChatButton') });
   const header = h('header', { class: 'bar' }, modelSelect, chatsButton, newButton);
-  const chatList = h('nav', { class: 'chat-list', hidden: true, 'aria-label': 'Chats' });
   const log = h('main', { class: 'log', 'aria-live': 'polite' });
+  const newMessages = h('button', { type: 'button', class: 'new-messages', hidden: true, text: t('newMessages') });
+  const logArea = h('div', { class: 'log-area' }, log, newMessages);
   const status = h('div', { class: 'status' });
   const usageLine = h('div', { class: 'usage' });
   const input = /** @type {HTMLTextAreaElement} */ (
-    h('textarea', { rows: 2, placeholder: 'Ask Browy… (Enter to send, Shift+Enter for a new line)', 'aria-label': 'Message' })
+    h('textarea', { rows: 2, placeholder: t('composerPlaceholder'), 'aria-label': t('composerLabel') })
   );
-  const sendButton = h('button', { type: 'submit', class: 'primary', text: 'Send' });
-  const stopButton = h('button', { type: 'button', class: 'stop', hidden: true, title: 'Stop (Esc)', text: 'Stop' });
+  const sendButton = h('button', { type: 'submit', class: 'primary', text: t('sendButton') });
+  const stopButton = h('button', { type: 'button', class: 'stop', hidden: true, title: t('stopTitle'), text: t('stopButton') });
   const form = h('form', { class: 'composer' }, input, h('div', { class: 'actions' }, stopButton, sendButton));
-  root.replaceChildren(banner, header, chatList, notice, log, status, usageLine, form);
+  const chats = new ChatList({
+    currentId: () => sessionId,
+    open: (id) => void openChat(id),
+    remove: (id) => port.send({ type: 'chat.delete', id }),
+    fetchPage: (req) => requestHistory(req.id, 'export', req.before, req.limit),
+    notify: (text) => showNotice(text),
+  });
+  const chatList = chats.el;
+  root.replaceChildren(banner, header, chatList, notice, logArea, status, usageLine, form);
 
   // ---- state --------------------------------------------------------------------------------
   let connState = 'connecting';
   let busy = false;
-  /** @type {{el: HTMLElement, text: string} | null} */
+  /** @type {{el: HTMLElement, body: HTMLElement, text: string} | null} */
   let streaming = null;
   /** @type {Map<string, HTMLElement>} */
   const toolCards = new Map();
@@ -111,6 +109,14 @@ export async function mountChat(root, opts) {
   let renderPending = false;
   /** @type {number | undefined} */
   let oldestTimestamp;
+  /**
+   * What each chat.history this panel sent is for, per chat id, oldest first (the answers come
+   * in order, and are broadcast to every panel: one nobody here asked for is ignored).
+   * @type {Map<string, ('open' | 'older' | 'export')[]>}
+   */
+  const historyWanted = new Map();
+  // The log follows new content only while the reader is at its bottom (scroll-follow.js).
+  const follower = new ScrollFollower(log, { onUnseen: (unseen) => void (newMessages.hidden = !unseen) });
 
   const port = new PanelPort({
     chromeApi,
@@ -130,6 +136,7 @@ export async function mountChat(root, opts) {
   function showNotice(text) {
     notice.textContent = text;
     notice.hidden = !text;
+    delete notice.dataset.kind;
   }
 
   /** @param {boolean} on */
@@ -143,26 +150,47 @@ export async function mountChat(root, opts) {
     }
   }
 
-  function scrollDown() {
-    log.scrollTop = log.scrollHeight;
+  /** @param {Node} el */
+  function append(el) {
+    follower.change(() => log.append(el));
   }
 
-  /** @param {'user' | 'assistant' | 'error' | 'info'} role @param {string} text */
+  /** @param {'user' | 'error' | 'info'} role @param {string} text */
   function addRow(role, text) {
-    const el = h('div', { class: `msg ${role}` });
-    if (role === 'assistant') el.innerHTML = renderMarkdown(text); // sanitized (markdown.js)
-    else el.textContent = text;
-    log.append(el);
-    scrollDown();
+    const el = h('div', { class: `msg ${role}`, text });
+    append(el);
     return el;
+  }
+
+  /**
+   * Ask for (a page of) a chat's history: to show it ('open'), older rows above it ('older'),
+   * or for an export (chat-list.js).
+   * @param {string} id @param {'open' | 'older' | 'export'} purpose @param {number} [before] @param {number} [limit]
+   */
+  function requestHistory(id, purpose, before, limit = 100) {
+    historyWanted.set(id, [...(historyWanted.get(id) ?? []), purpose]);
+    port.send(before === undefined ? { type: 'chat.history', id, limit } : { type: 'chat.history', id, before, limit });
+  }
+
+  /**
+   * An assistant answer: its markdown rendered, and (once final) a button copying that markdown.
+   * @param {string} text
+   * @param {{live?: boolean}} [o] live: still streaming (no copy button; replaced at chat.done)
+   */
+  function assistantRow(text, o = {}) {
+    const body = h('div', { class: 'md' });
+    renderRich(body, text);
+    const el = h('div', { class: `msg assistant${o.live ? ' turn-live' : ''}` }, body);
+    if (!o.live) {
+      el.append(h('div', { class: 'msg-actions' }, copyButton(() => text, { label: t('copyButton'), title: t('copyAnswerTitle'), className: 'copy-answer' })));
+    }
+    return { el, body };
   }
 
   function renderStreaming() {
     renderPending = false;
-    if (streaming) {
-      streaming.el.innerHTML = renderMarkdown(streaming.text); // sanitized (markdown.js)
-      scrollDown();
-    }
+    const live = streaming;
+    if (live) follower.change(() => renderRich(live.body, live.text));
   }
 
   /** @param {string} name @param {any} args */
@@ -170,12 +198,11 @@ export async function mountChat(root, opts) {
     const card = h(
       'details',
       { class: 'tool running' },
-      h('summary', {}, h('span', { class: 'tool-name', text: name }), h('span', { class: 'tool-outcome', text: '…' })),
+      h('summary', {}, h('span', { class: 'tool-name', text: name }), h('span', { class: 'tool-outcome', text: t('toolRunning') })),
       h('pre', { class: 'tool-args', text: brief(args, 2000) }),
       h('div', { class: 'tool-summary' }),
     );
-    log.append(card);
-    scrollDown();
+    append(card);
     return card;
   }
 
@@ -184,106 +211,34 @@ export async function mountChat(root, opts) {
     const outcome = m.outcome ?? (m.ok ? 'ok' : 'error');
     card.classList.remove('running');
     card.classList.add(outcome);
-    const dur = typeof m.durationMs === 'number' ? ` · ${(m.durationMs / 1000).toFixed(1)} s` : '';
-    const out = card.querySelector('.tool-outcome');
-    if (out) out.textContent = `${outcome}${dur}`;
-    const sum = card.querySelector('.tool-summary');
-    if (sum) sum.textContent = m.summary ?? '';
+    const word = outcomeWord(outcome);
+    follower.change(() => {
+      const out = card.querySelector('.tool-outcome');
+      if (out) out.textContent = typeof m.durationMs === 'number' ? t('toolOutcomeWithDuration', word, (m.durationMs / 1000).toFixed(1)) : word;
+      const sum = card.querySelector('.tool-summary');
+      if (sum) sum.textContent = m.summary ?? '';
+    });
   }
 
   // ---- prompts --------------------------------------------------------------------------------
 
-  /** @param {Msg} m */
-  function approvalCard(m) {
-    const card = h(
-      'section',
-      { class: `prompt approval risk-${m.risk ?? 'unknown'}`, role: 'group', 'aria-label': 'Approval' },
-      h('div', { class: 'prompt-title', text: `Allow ${m.tool}?` }),
-      h('div', { text: m.summary ?? '' }),
-      m.origin ? h('div', { class: 'muted', text: `Site: ${m.origin}` }) : null,
-      h('pre', { class: 'tool-args', text: brief(m.args, 1000) }),
-    );
-    const buttons = h('div', { class: 'prompt-buttons' });
-    /** @type {[string, string][]} */
-    const choices = [
-      ['allow', 'Allow once'],
-      ['allow_session', 'Allow for this session'],
-      ['allow_site', 'Allow on this site'],
-      ['deny', 'Deny'],
-    ];
-    for (const [decision, label] of choices) {
-      buttons.append(
-        h('button', {
-          type: 'button',
-          class: decision === 'deny' ? 'danger' : decision === 'allow' ? 'primary' : '',
-          text: label,
-          onclick: () => {
-            port.send({ type: 'approval.response', sessionId, approvalId: m.approvalId, decision });
-            card.replaceChildren(h('div', { class: 'muted', text: `${m.tool}: ${label}` }));
-          },
-        }),
-      );
-    }
-    card.append(buttons);
-    log.append(card);
-    /** @type {HTMLElement | null} */ (buttons.querySelector('button'))?.focus();
-    scrollDown();
-  }
+  /** @type {import('./prompts.js').PromptHooks} */
+  const promptHooks = {
+    send: (msg) => port.send(msg),
+    // The answered card had the focus (or nothing has): give it back to the composer.
+    settled: (card) => {
+      const active = root.ownerDocument.activeElement;
+      if (!active || active === root.ownerDocument.body || card.contains(active)) input.focus();
+    },
+  };
 
-  /** @param {Msg} m */
-  function askCard(m) {
-    const card = h('section', { class: 'prompt ask', role: 'group', 'aria-label': 'Question' }, h('div', { class: 'prompt-title', text: m.prompt ?? '' }));
-    /** @param {any} value @param {boolean} [cancelled] */
-    const answer = (value, cancelled = false) => {
-      port.send(cancelled ? { type: 'user.answer', sessionId, askId: m.askId, cancelled: true } : { type: 'user.answer', sessionId, askId: m.askId, value });
-      card.replaceChildren(h('div', { class: 'muted', text: `${m.prompt ?? ''} → ${cancelled ? '(cancelled)' : brief(value, 200)}` }));
-    };
-    const buttons = h('div', { class: 'prompt-buttons' });
-    if (m.kind === 'confirm') {
-      buttons.append(
-        h('button', { type: 'button', class: 'primary', text: 'Yes', onclick: () => answer(true) }),
-        h('button', { type: 'button', text: 'No', onclick: () => answer(false) }),
-      );
-    } else if (m.kind === 'choose' && Array.isArray(m.options)) {
-      for (const o of m.options) {
-        buttons.append(h('button', { type: 'button', class: o.value === m.defaultValue ? 'primary' : '', text: o.label ?? String(o.value), onclick: () => answer(o.value) }));
-      }
-    } else {
-      const field = /** @type {HTMLInputElement} */ (h('input', { type: 'text', value: m.defaultValue ?? '', 'aria-label': m.prompt ?? 'Answer' }));
-      field.addEventListener('keydown', (e) => {
-        if (e.key === 'Enter') {
-          e.preventDefault();
-          answer(field.value);
-        }
-      });
-      card.append(field);
-      buttons.append(h('button', { type: 'button', class: 'primary', text: 'Answer', onclick: () => answer(field.value) }));
-      setTimeout(() => field.focus(), 0);
-    }
-    buttons.append(h('button', { type: 'button', class: 'ghost', text: 'Cancel', onclick: () => answer(undefined, true) }));
-    card.append(buttons);
-    log.append(card);
-    scrollDown();
+  /** @param {HTMLElement} card */
+  function showPrompt(card) {
+    append(card);
+    focusPrompt(card);
   }
 
   // ---- chats and history -------------------------------------------------------------------------
-
-  /** @param {any[]} chats */
-  function renderChatList(chats) {
-    chatList.replaceChildren();
-    if (!chats.length) chatList.append(h('div', { class: 'muted', text: 'No saved chats.' }));
-    for (const c of chats) {
-      const when = new Date(c.modifiedTime ?? c.startTime ?? 0).toLocaleString();
-      chatList.append(
-        h(
-          'div',
-          { class: `chat-item${c.id === sessionId ? ' current' : ''}` },
-          h('button', { type: 'button', class: 'chat-open', title: c.id, onclick: () => openChat(c.id) }, h('span', { text: c.summary || c.id }), h('small', { text: when })),
-          h('button', { type: 'button', class: 'ghost danger', title: 'Delete chat', 'aria-label': `Delete ${c.summary || c.id}`, text: '×', onclick: () => port.send({ type: 'chat.delete', id: c.id }) }),
-        ),
-      );
-    }
-  }
 
   /** @param {string} id */
   async function switchSession(id) {
@@ -292,6 +247,7 @@ export async function mountChat(root, opts) {
     sessionId = id;
     await chromeApi.storage.session.set({ [opts.storageKey]: sessionId }).catch(() => {});
     log.replaceChildren();
+    follower.toBottom();
     toolCards.clear();
     streaming = null;
     setBusy(false);
@@ -304,36 +260,38 @@ export async function mountChat(root, opts) {
     chatList.hidden = true;
     chatsButton.setAttribute('aria-expanded', 'false');
     await switchSession(id);
-    port.send({ type: 'chat.history', id, limit: 100 });
+    requestHistory(id, 'open');
   }
 
-  /** @param {Msg} m */
-  function renderHistory(m) {
+  /** @param {Msg} m @param {'open' | 'older'} purpose */
+  function renderHistory(m, purpose) {
     const rows = Array.isArray(m.messages) ? m.messages : [];
     const frag = document.createDocumentFragment();
     for (const r of rows) {
       if (r.role === 'user') frag.append(h('div', { class: 'msg user', text: r.text ?? '' }));
       else if (r.role === 'assistant') {
-        const el = h('div', { class: 'msg assistant' });
-        el.innerHTML = renderMarkdown(r.text ?? ''); // sanitized (markdown.js)
-        frag.append(el);
+        frag.append(assistantRow(r.text ?? '').el);
       } else if (r.role === 'tool') {
         frag.append(
-          h('div', { class: `tool-row ${r.ok ? 'ok' : 'error'}` }, h('span', { class: 'tool-name', text: r.name ?? 'tool' }), h('span', { text: ` ${r.ok ? 'ok' : 'error'} ${r.summary ?? ''}` })),
+          h('div', { class: `tool-row ${r.ok ? 'ok' : 'error'}` }, h('span', { class: 'tool-name', text: r.name ?? 'tool' }), h('span', { text: ` ${outcomeWord(r.ok ? 'ok' : 'error')} ${r.summary ?? ''}` })),
         );
       }
     }
     const first = rows.find((r) => typeof r.timestamp === 'number');
     if (first) oldestTimestamp = first.timestamp;
-    log.querySelector('.load-older')?.remove();
-    if (m.hasMore && oldestTimestamp !== undefined) {
-      const before = oldestTimestamp;
-      log.prepend(h('button', { type: 'button', class: 'ghost load-older', text: 'Load older messages', onclick: () => port.send({ type: 'chat.history', id: sessionId, before, limit: 100 }) }));
-      log.querySelector('.load-older')?.after(frag);
-    } else {
+    const place = () => {
+      log.querySelector('.load-older')?.remove();
+      if (m.hasMore && oldestTimestamp !== undefined) {
+        const before = oldestTimestamp;
+        frag.prepend(h('button', { type: 'button', class: 'ghost load-older', text: t('loadOlder'), onclick: () => requestHistory(sessionId, 'older', before) }));
+      }
       log.prepend(frag);
+    };
+    if (purpose === 'older') follower.prepend(place); // keep the reader's place
+    else {
+      place();
+      follower.toBottom();
     }
-    if (!m.hasMore || !('before' in m)) scrollDown();
   }
 
   // ---- inbound ------------------------------------------------------------------------------------
@@ -343,8 +301,15 @@ export async function mountChat(root, opts) {
     if (typeof m.sessionId === 'string' && m.sessionId !== sessionId) return;
     switch (m.type) {
       case '__state': {
+        const waiting = m.state === 'connecting' || m.state === 'awaiting_hello';
+        if (m.state !== 'ready' && (connState === 'ready' || !waiting)) {
+          // The history requests in flight get no answer: those of a connection that went are
+          // not moved to the next (protocol.md 5), and a problem state drops what is queued.
+          historyWanted.clear();
+          chats.failAll();
+        }
         connState = m.state;
-        const text = STATE_TEXT[m.state];
+        const text = STATE_TEXT[m.state]?.();
         banner.hidden = m.state === 'ready';
         banner.className = `banner state-${m.state}`;
         banner.replaceChildren();
@@ -353,26 +318,28 @@ export async function mountChat(root, opts) {
           if (m.fix) banner.append(h('code', { class: 'fix', text: m.fix }));
           if (m.detail && m.detail !== text) banner.append(h('div', { class: 'muted', text: m.detail }));
           if (m.state !== 'connecting' && m.state !== 'awaiting_hello') {
-            banner.append(h('button', { type: 'button', text: 'Retry now', onclick: () => port.send({ type: '__retry' }) }));
+            banner.append(h('button', { type: 'button', text: t('retryNow'), onclick: () => port.send({ type: '__retry' }) }));
           }
         }
         return;
       }
       case '__session_moved':
-        showNotice('This chat was opened in another panel. Start a new chat here to keep going.');
+        showNotice(t('noticeSessionMoved'));
         return;
       case '__dropped':
-        showNotice(`Not sent (${m.reason}): ${m.dropped}`);
+        showNotice(t('noticeDropped', m.reason ?? '', m.dropped ?? ''));
         return;
       case 'session.ready':
         showNotice('');
         return;
       case 'sdk.ready':
-        if (m.ok === false) showNotice(`The agent backend failed: ${m.detail ?? ''}`);
+        if (m.ok === false) showNotice(t('noticeBackendFailed', m.detail ?? ''));
         return;
       case 'auth.status':
-        if (m.state === 'unauth') showNotice(`Model provider not signed in. ${m.detail ?? ''}`);
-        else if (m.state === 'ready' && notice.textContent?.startsWith('Model provider')) showNotice('');
+        if (m.state === 'unauth') {
+          showNotice(t('noticeNotSignedIn', m.detail ?? ''));
+          notice.dataset.kind = 'auth';
+        } else if (m.state === 'ready' && notice.dataset.kind === 'auth') showNotice('');
         return;
       case 'models.list': {
         const current = modelSelect.value;
@@ -386,8 +353,8 @@ export async function mountChat(root, opts) {
         return;
       case 'chat.delta':
         if (!streaming) {
-          streaming = { el: addRow('assistant', ''), text: '' };
-          streaming.el.classList.add('turn-live');
+          streaming = { ...assistantRow('', { live: true }), text: '' };
+          append(streaming.el);
         }
         streaming.text += m.text ?? '';
         if (!renderPending) {
@@ -407,46 +374,54 @@ export async function mountChat(root, opts) {
       }
       case 'chat.done': {
         // chat.done.text is ALL of the turn's text: replace the streamed bubbles with it (3).
-        for (const el of log.querySelectorAll('.msg.assistant.turn-live')) el.remove();
-        if (m.text) addRow('assistant', m.text);
+        follower.change(() => {
+          for (const el of log.querySelectorAll('.msg.assistant.turn-live')) el.remove();
+          if (m.text) log.append(assistantRow(m.text).el);
+        });
         streaming = null;
         setBusy(false);
         return;
       }
       case 'chat.error':
         streaming = null;
-        addRow('error', m.message ?? 'The turn failed.');
+        addRow('error', m.message ?? t('turnFailed'));
         setBusy(false);
         return;
       case 'chat.queued':
-        status.textContent = `Waiting in line — position ${m.position}`;
+        status.textContent = t('statusQueued', m.position ?? '?');
         return;
       case 'event.activity':
         if (m.event === 'status.thinking') {
           setBusy(true);
-          status.textContent = 'Thinking…';
+          status.textContent = t('statusThinking');
         } else if (m.event === 'status.idle' || m.event === 'status.error') setBusy(false);
-        else if (m.event === 'tool_start') status.textContent = `Running ${m.tool ?? 'a tool'}…`;
-        else if (m.event === 'llm_call_start') status.textContent = 'Thinking…';
+        else if (m.event === 'tool_start') status.textContent = m.tool ? t('statusRunningTool', m.tool) : t('statusRunningSomeTool');
+        else if (m.event === 'llm_call_start') status.textContent = t('statusThinking');
         else if (m.event === 'reasoning' && m.text) status.textContent = brief(m.text, 160);
         return;
       case 'usage':
-        usageLine.textContent = `Tokens: ${m.inputTokens ?? 0} in · ${m.outputTokens ?? 0} out · ${m.totalTokens ?? 0} total`;
+        usageLine.textContent = t('usageLine', m.inputTokens ?? 0, m.outputTokens ?? 0, m.totalTokens ?? 0);
         return;
       case 'approval.request':
-        approvalCard(m);
+        showPrompt(approvalCard(m, sessionId, promptHooks));
         return;
       case 'user.ask':
-        askCard(m);
+        showPrompt(askCard(m, sessionId, promptHooks));
         return;
       case 'chat.list.result':
-        renderChatList(Array.isArray(m.chats) ? m.chats : []);
+        chats.render(Array.isArray(m.chats) ? m.chats : []);
         return;
-      case 'chat.history.result':
-        if (m.id === sessionId) renderHistory(m);
+      case 'chat.history.result': {
+        // Results are broadcast to every panel: take only the ones this panel asked for.
+        const wanted = historyWanted.get(m.id);
+        const purpose = wanted?.shift();
+        if (wanted && !wanted.length) historyWanted.delete(m.id);
+        if (purpose === 'export') chats.exportPage(m);
+        else if (purpose && m.id === sessionId) renderHistory(m, purpose);
         return;
+      }
       case 'chat.delete.result':
-        if (!m.ok) showNotice('That chat could not be deleted (is it running?).');
+        if (!m.ok) showNotice(t('noticeDeleteFailed'));
         port.send({ type: 'chat.list' });
         return;
       case 'error':
@@ -462,10 +437,11 @@ export async function mountChat(root, opts) {
   function send() {
     const text = input.value.trim();
     if (!text) return;
-    if (connState !== 'ready') showNotice('Not connected to the Browy host yet; the message will be sent when it is.');
+    if (connState !== 'ready') showNotice(t('noticeNotConnectedYet'));
     turnId = `t-${shortId()}`;
     port.send({ type: 'chat.send', sessionId, text, turnId });
     addRow('user', text);
+    follower.toBottom(); // the reader's own message: show it and what answers it
     streaming = null;
     input.value = '';
     setBusy(true);
@@ -474,7 +450,7 @@ export async function mountChat(root, opts) {
   function stop() {
     if (!busy) return;
     port.send(turnId ? { type: 'chat.cancel', sessionId, turnId } : { type: 'chat.cancel', sessionId });
-    status.textContent = 'Stopping…';
+    status.textContent = t('statusStopping');
   }
 
   form.addEventListener('submit', (e) => {
@@ -494,6 +470,8 @@ export async function mountChat(root, opts) {
     }
   });
   stopButton.addEventListener('click', stop);
+  log.addEventListener('scroll', () => follower.scrolled(), { passive: true });
+  newMessages.addEventListener('click', () => follower.toBottom());
   newButton.addEventListener('click', () => {
     void switchSession(`${opts.prefix}-${shortId()}`);
     input.focus();
@@ -506,7 +484,7 @@ export async function mountChat(root, opts) {
   modelSelect.addEventListener('change', () => port.send({ type: 'models.set', id: modelSelect.value }));
 
   port.connect();
-  port.send({ type: 'chat.history', id: sessionId, limit: 100 });
+  requestHistory(sessionId, 'open');
   input.focus();
   return {
     get sessionId() {

@@ -1,8 +1,10 @@
 // @ts-check
 /**
- * Markdown -> sanitized HTML for assistant text. The only source of innerHTML in the UI:
- * `marked` renders, DOMPurify sanitizes (no scripts, no event handlers, no forms); links open in a
- * new tab without an opener. Remote images are blocked anyway by the pages' CSP (img-src 'self' data:).
+ * Markdown -> sanitized HTML for assistant text, the source of every innerHTML in the UI
+ * (rich-text.js assigns it, then highlights code blocks in the sanitized result): `marked`
+ * renders, DOMPurify sanitizes (no scripts, no event handlers, no forms, no inline styles); links
+ * open in a new tab without an opener. Remote images are blocked anyway by the pages' CSP
+ * (img-src 'self' data:).
  */
 
 import { marked } from '../vendor/marked.esm.js';

@@ -29,6 +29,7 @@
  */
 
 import { EXTENSION_CAPABILITIES, EXTENSION_ID, HOST_NAME, PROTOCOL_VERSION } from './protocol.js';
+import { t } from './i18n.js';
 
 /** @typedef {'disconnected'|'connecting'|'awaiting_hello'|'ready'|'host_missing'|'host_forbidden'|'host_crashed'|'protocol_mismatch'} ConnState */
 /** @typedef {{type: string, [k: string]: any}} Msg */
@@ -71,12 +72,12 @@ export class IllegalTransition extends Error {
   }
 }
 
-/** The fix shown for each problem state. */
+/** The fix shown for each problem state (messages.json: a translation is a file). */
 export const FIXES = Object.freeze({
-  host_missing: 'Install the Browy host: run `browy install-host`, then reload this panel.',
-  host_forbidden: `The host does not allow this extension: run \`browy install-host --extension-id ${EXTENSION_ID}\`.`,
-  host_crashed: 'The Browy host stopped; restarting it. If this repeats, run `browy doctor` and check ~/.browy/logs/host.log.',
-  protocol_mismatch: 'The Browy host and this extension speak different protocol versions: update both (reinstall the host with `browy install-host`).',
+  host_missing: () => t('fixHostMissing'),
+  host_forbidden: () => t('fixHostForbidden', EXTENSION_ID),
+  host_crashed: () => t('fixHostCrashed'),
+  protocol_mismatch: () => t('fixProtocolMismatch'),
 });
 
 /**
@@ -85,9 +86,9 @@ export const FIXES = Object.freeze({
  * @returns {'host_missing'|'host_forbidden'|'host_crashed'}
  */
 export function classifyDisconnect(text) {
-  const t = (text || '').toLowerCase();
-  if (t.includes('specified native messaging host not found')) return 'host_missing';
-  if (t.includes('access to the specified native messaging host is forbidden')) return 'host_forbidden';
+  const lower = (text || '').toLowerCase();
+  if (lower.includes('specified native messaging host not found')) return 'host_missing';
+  if (lower.includes('access to the specified native messaging host is forbidden')) return 'host_forbidden';
   return 'host_crashed'; // "Native host has exited.", "Error when communicating ...", anything else
 }
 
@@ -162,7 +163,7 @@ export class NativeConnection {
 
   /** @returns {StateInfo} */
   info() {
-    const fix = /** @type {Record<string, string>} */ (FIXES)[this.state] ?? '';
+    const fix = /** @type {Record<string, () => string>} */ (FIXES)[this.state]?.() ?? '';
     return { state: this.state, detail: this.detail, fix };
   }
 

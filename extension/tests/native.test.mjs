@@ -1,6 +1,7 @@
 // @ts-check
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import './i18n-en.mjs'; // the English strings (lib/i18n.js falls back to them without chrome.i18n)
 import { createFakeChrome, createFakeTimers, flush } from './fake-chrome.mjs';
 import { BACKOFF, NativeConnection, IllegalTransition, TRANSITIONS, classifyDisconnect } from '../lib/native.js';
 import { EXTENSION_ID } from '../lib/protocol.js';

@@ -6,12 +6,14 @@ no console error, and must register its session with the service worker and get 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Playwright
 
 from tests.e2e.browser import (
+    EXTENSION_DIR,
     E2EBrowser,
     PanelPage,
     banner_text,
@@ -145,5 +147,31 @@ def test_options_status_shows_no_stray_null(browser: E2EBrowser) -> None:
         )
         lines = page.locator("#status").inner_text().splitlines()
         assert "null" not in [line.strip() for line in lines], lines
+    finally:
+        panel.close()
+
+
+def test_the_pages_take_their_strings_from_the_english_table(browser: E2EBrowser) -> None:
+    """The strings live in _locales/en/messages.json: Chrome resolves them (no key shows)."""
+    messages = json.loads(
+        (EXTENSION_DIR / "_locales" / "en" / "messages.json").read_text(encoding="utf-8")
+    )
+    panel = browser.open_panel("options.html")
+    try:
+        page = panel.page
+        assert page.evaluate("() => chrome.i18n.getMessage('extName')") == "Browy"
+        assert page.title() == messages["optionsTitle"]["message"]
+        assert page.locator("h1").inner_text() == messages["optionsTitle"]["message"]
+        assert page.locator("#doctor-run").inner_text() == messages["optionsRunChecks"]["message"]
+        # The side panel's composer and buttons, built by lib/chat-ui.js with t().
+        side = browser.open_panel("sidepanel.html")
+        try:
+            box = side.page.locator("textarea")
+            assert box.get_attribute("placeholder") == messages["composerPlaceholder"]["message"]
+            assert side.page.locator("button.primary").inner_text() == "Send"
+            assert side.errors == []
+        finally:
+            side.close()
+        assert panel.errors == []
     finally:
         panel.close()
