@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypedDict, runtime_checkable
 
@@ -32,6 +33,7 @@ __all__ = [
     "Describable",
     "SupervisionEvent",
     "SupervisorInfo",
+    "recent_restarts",
 ]
 
 #: How many restart times each child keeps (the most recent ones).
@@ -88,3 +90,24 @@ class SupervisionEvent:
     kind: Literal["exited", "restarted", "escalated"]
     at: float  # the supervisor's clock (monotonic seconds)
     abnormal: bool = False
+
+
+def recent_restarts(
+    tree: SupervisorInfo, *, within_s: float = 3600.0, now: float | None = None
+) -> list[tuple[str, int, float]]:
+    """Children restarted in the last *within_s* seconds: (path, how many times, last time)."""
+    now = time.time() if now is None else now
+    found: list[tuple[str, int, float]] = []
+
+    def walk(sup: SupervisorInfo, path: str) -> None:
+        for child in sup["children"]:
+            name = f"{path}/{child['name']}"
+            times = [t for t in child["restart_times"] if now - t <= within_s]
+            if times:
+                found.append((name, len(times), max(times)))
+            nested = child.get("supervisor")
+            if nested:
+                walk(nested, name)
+
+    walk(tree, tree["name"])
+    return found

@@ -1,4 +1,4 @@
-"""``browy`` subcommands that run or watch the host: daemon start|stop|status|run, and logs.
+"""``browy`` subcommands that run or watch the host: daemon start|stop|status|tree|run, and logs.
 
 Rows of :data:`nativehost.cli.main.COMMANDS` (configure function, handler); :func:`follow_file` is
 ``logs -f``.
@@ -89,6 +89,12 @@ def configure_daemon(p: argparse.ArgumentParser) -> None:
     sub.add_parser("start", help="start the daemon in the background")
     sub.add_parser("stop", help="stop the daemon")
     sub.add_parser("status", help="is it running? (exit code 3 if not)")
+    tree = sub.add_parser(
+        "tree",
+        help="the running daemon's supervision tree: each actor, its state, mailbox, restarts "
+        "and uptime (exit code 3 if not running)",
+    )
+    tree.add_argument("--json", action="store_true", help="print the tree as JSON")
     run = sub.add_parser("run", help="run the daemon in the foreground")
     run.add_argument("--idle-exit", type=float, metavar="SECONDS", help="exit after idling")
 
@@ -111,6 +117,25 @@ def handle_daemon(args: argparse.Namespace, ctx: Context) -> int:
         status = daemon_status(home)
         ctx.out(str(status))
         return 0 if status.running else 3
+    if action == "tree":
+        return _print_tree(ctx, json_out=args.json)
     if args.idle_exit is not None:
         return run_daemon(home, idle_exit_s=args.idle_exit)
     return run_daemon(home)
+
+
+def _print_tree(ctx: Context, *, json_out: bool) -> int:
+    import json
+
+    from nativehost.cli.tree_view import format_tree
+    from nativehost.daemon.instance import daemon_tree
+
+    try:
+        tree = daemon_tree(ctx.home)
+    except ConnectionError as exc:
+        raise UserError(f"the daemon did not answer: {exc}") from None
+    if tree is None:
+        ctx.out(f"browyd: not running ({ctx.home})")
+        return 3
+    ctx.out(json.dumps(tree, indent=2) if json_out else format_tree(tree))
+    return 0

@@ -19,14 +19,16 @@ import fcntl
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from nativehost.home import browy_home, ensure_private_dir, run_dir, socket_path
-from nativehost.link import query_daemon
+from nativehost.link import DaemonUnavailable, query_daemon
+from supervisors.introspection import SupervisorInfo
 
 __all__ = [
     "DaemonStatus",
     "daemon_status",
+    "daemon_tree",
     "is_running",
     "lock_path",
     "pid_path",
@@ -104,3 +106,16 @@ def daemon_status(home: Path | None = None) -> DaemonStatus:
             running=True, pid=read_pid(home), socket=sock, details={"error": str(exc)}
         )
     return DaemonStatus(running=True, pid=read_pid(home), socket=sock, details=details)
+
+
+def daemon_tree(home: Path | None = None) -> SupervisorInfo | None:
+    """The running daemon's supervision tree (``Supervisor.describe()``), or None when no daemon
+    runs. Raises ``ConnectionError`` when one runs but does not answer."""
+    home = home or browy_home()
+    if not is_running(home):
+        return None
+    answer = asyncio.run(query_daemon(home, "tree", timeout=3.0))
+    tree = answer.get("tree")
+    if not isinstance(tree, dict):
+        raise DaemonUnavailable(f"the daemon answered no tree: {answer.get('error', answer)}")
+    return cast(SupervisorInfo, tree)

@@ -126,7 +126,9 @@ def run_daemon(home: Path | None = None, *, idle_exit_s: float | None = None) ->
                         )
                     }
                 )
-            server = DaemonServer(home, config, version=PACKAGE_VERSION)
+            server = DaemonServer(
+                home, config, version=PACKAGE_VERSION, log_sink=logging_handle.sink
+            )
             return asyncio.run(server.serve())
         finally:
             with contextlib.suppress(OSError):

@@ -3,13 +3,15 @@
 Each check is one :class:`nativehost.setup.check.Check` — a name, ok or not, a one-line detail and,
 when not ok, a fix. :func:`run_checks` runs them in this order: config, manifests
 (:mod:`nativehost.setup.manifest_checks`, whose messages name Chrome's own errors), run directory,
-daemon, model, sandboxed browsers. None of them changes anything on disk.
+daemon (and any of its actors restarted in the last hour), model, sandboxed browsers. None of
+them changes anything on disk.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from nativehost.setup.check import Check
 from nativehost.setup.install import MANIFEST_NAME
 from nativehost.setup.manifest_checks import CHROME_NOT_FOUND, check_manifest, manifests_to_check
 from nativehost.setup.platforms import Platform
+from supervisors.introspection import SupervisorInfo, recent_restarts
 
 __all__ = ["run_checks"]
 
@@ -71,6 +74,33 @@ def _check_run_dir(home: Path) -> list[Check]:
 
 
 DaemonStatusFn = Callable[[Path], object]
+DaemonTreeFn = Callable[[Path], "SupervisorInfo | None"]
+
+
+def _check_restarts(home: Path, daemon_tree: DaemonTreeFn) -> list[Check]:
+    """Actors of the running daemon that restarted in the last hour (its supervision tree)."""
+    try:
+        tree = daemon_tree(home)
+    except Exception as exc:  # reported by the daemon check already; never raised
+        return [Check("actor restarts", True, f"could not read the tree: {exc}", warning=True)]
+    if tree is None:
+        return []
+    recent = recent_restarts(tree)
+    if not recent:
+        return [Check("actor restarts", True, "no actor restarted in the last hour")]
+    listed = ", ".join(
+        f"{path} {count} time(s) (last at {time.strftime('%H:%M:%S', time.localtime(last))})"
+        for path, count, last in recent
+    )
+    return [
+        Check(
+            "actor restarts",
+            True,
+            f"restarted in the last hour: {listed}",
+            "browy logs shows why (look for 'crashed'); browy daemon tree shows them now",
+            warning=True,
+        )
+    ]
 
 
 def _check_daemon(home: Path, daemon_status: DaemonStatusFn) -> Check:
@@ -182,6 +212,7 @@ def run_checks(
     *,
     env: Mapping[str, str] | None = None,
     daemon_status: DaemonStatusFn | None = None,
+    daemon_tree: DaemonTreeFn | None = None,
 ) -> list[Check]:
     """Every check, in order. *env* is the shell environment (default ``os.environ``), used to
     tell settings that exist only there; *daemon_status* defaults to
@@ -230,6 +261,7 @@ def run_checks(
 
     checks.extend(_check_run_dir(home))
     checks.append(_check_daemon(home, daemon_status or instance.daemon_status))
+    checks.extend(_check_restarts(home, daemon_tree or instance.daemon_tree))
     if config is not None:
         checks.extend(_check_model(home, config, env))
     native_found = bool(platform.installed_browsers()) or bool(manifests)

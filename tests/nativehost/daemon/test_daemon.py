@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import os
 import stat
 import subprocess
@@ -132,3 +134,55 @@ async def test_the_link_answers_a_cli_status_and_reports_the_peer_as_our_user(ho
     assert LinkData(b'{"type":"pong","id":3}') in got
     stream.close()
     await asyncio.to_thread(stop_daemon, home)
+
+
+def test_browy_daemon_tree_draws_the_running_daemons_supervision_tree(home: Path) -> None:
+    from nativehost.cli.main import main as cli
+
+    env = {"BROWY_HOME": str(home), "HOME": str(home.parent)}
+    out = io.StringIO()
+    assert cli(["daemon", "tree"], env=env, stdout=out, stderr=io.StringIO()) == 3
+    assert "not running" in out.getvalue()
+    start_daemon(home)
+    out = io.StringIO()
+    assert cli(["daemon", "tree"], env=env, stdout=out, stderr=io.StringIO()) == 0
+    text = out.getvalue()
+    for name in ("browyd", "logger", "journal", "agent", "session-router", "turn-scheduler",
+                 "tool-worker", "turns", "links", "listener"):  # fmt: skip
+        assert f" {name} " in f" {text} ".replace("─", " ").replace("\n", " "), name
+    assert "rest_for_one" in text and "one_for_one, 5 restarts in 10 s" in text
+    out = io.StringIO()
+    assert cli(["daemon", "tree", "--json"], env=env, stdout=out, stderr=io.StringIO()) == 0
+    tree = json.loads(out.getvalue())
+    agent = next(c for c in tree["children"] if c["name"] == "agent")
+    actors = {c["name"]: c for c in agent["supervisor"]["children"]}
+    assert actors["turn-scheduler"]["kind"] == "actor"
+    assert actors["turn-scheduler"]["state"] == "running"
+    assert actors["turn-scheduler"]["mailbox_depth"] == 0
+    assert actors["turns"]["kind"] == "supervisor"
+    logger = next(c for c in tree["children"] if c["name"] == "logger")
+    assert logger["kind"] == "thread"
+
+
+async def test_a_link_opened_to_the_daemon_shows_in_its_tree_as_a_cdp_proxy_and_a_connection(
+    home: Path,
+) -> None:
+    await asyncio.to_thread(start_daemon, home)
+    peer = await RelayPeer.start(home)
+    try:
+        await peer.handshake(1, "sp-1")
+        tree = (await query_daemon(home, "tree"))["tree"]
+        links = next(c for c in tree["children"] if c["name"] == "links")["supervisor"]
+        assert len(links["children"]) == 2  # the relay's, and the one asking
+        for child in links["children"]:
+            link = child["supervisor"]
+            kinds = {
+                c["name"].rsplit("-", 1)[0]: (c["kind"], c["restart"]) for c in link["children"]
+            }
+            assert kinds == {
+                "cdp-proxy": ("actor", "permanent"),
+                "connection": ("actor", "temporary"),
+            }
+    finally:
+        await peer.close_stdin()
+        await peer.wait_exit()

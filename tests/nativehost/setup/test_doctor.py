@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ def installed(platform: Platform, home: Path) -> Path:
 def checks_of(platform: Platform, home: Path, **kw: Any) -> list[Check]:
     kw.setdefault("env", {})
     kw.setdefault("daemon_status", stopped)
+    kw.setdefault("daemon_tree", lambda _home: None)
     return run_checks(platform, home, **kw)
 
 
@@ -256,3 +258,38 @@ def test_the_output_is_one_line_per_check(platform: Platform, home: Path) -> Non
     assert any(
         line.startswith("FAIL") and "fix: browy install-host" in line for line in text.splitlines()
     )
+
+
+def _tree(restart_times: list[float]) -> Any:
+    child = {
+        "name": "turn-scheduler", "kind": "actor", "restart": "permanent", "state": "running",
+        "mailbox_depth": 0, "restarts": len(restart_times), "restart_times": restart_times,
+        "uptime_s": 3.0, "supervisor": None,
+    }  # fmt: skip
+    agent = {"name": "agent", "strategy": "one_for_one", "max_restarts": 5,
+             "within_seconds": 10.0, "children": [child]}  # fmt: skip
+    return {
+        "name": "browyd", "strategy": "rest_for_one", "max_restarts": 0, "within_seconds": 60.0,
+        "children": [{**child, "name": "agent", "kind": "supervisor", "supervisor": agent,
+                      "restart_times": [], "restarts": 0}],
+    }  # fmt: skip
+
+
+def test_doctor_reports_an_actor_that_restarted_in_the_last_hour(
+    platform: Platform, home: Path
+) -> None:
+    installed(platform, home)
+    now = time.time()
+    checks = checks_of(platform, home, daemon_tree=lambda _h: _tree([now - 7200, now - 60]))
+    [restarts] = [c for c in checks if c.name == "actor restarts"]
+    assert restarts.ok and restarts.warning
+    assert "browyd/agent/turn-scheduler 1 time(s)" in restarts.detail
+    assert "browy logs" in restarts.fix
+    quiet = checks_of(platform, home, daemon_tree=lambda _h: _tree([now - 7200]))
+    [restarts] = [c for c in quiet if c.name == "actor restarts"]
+    assert not restarts.warning and "no actor restarted" in restarts.detail
+
+
+def test_doctor_skips_the_restart_check_when_no_daemon_runs(platform: Platform, home: Path) -> None:
+    installed(platform, home)
+    assert not [c for c in checks_of(platform, home) if c.name == "actor restarts"]
