@@ -73,7 +73,7 @@ async def _timed(fn: Callable[[], Awaitable[Any]], n: int, out: list[float]) -> 
 
 async def _run() -> None:
     from actors.tools.catalog import default_registry
-    from actors.tools.registry import ToolContext
+    from actors.tools.tool_def import ToolContext
     from tests.helpers.cdp_ws import CdpWsSession
     from tests.helpers.chromium import Chromium, PageServer, chromium_available
 

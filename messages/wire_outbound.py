@@ -1,5 +1,8 @@
 """Host -> extension wire messages (protocol.md sections 3 and 4), as frozen pydantic models.
 
+The browser requests (``cdp.send``, ``tab.*``, ``cdp.cancel``, ``control.release``) are in
+:mod:`messages.wire_browser`; :data:`OutboundMessage` is the union of every direction's type.
+
 Construct them with snake_case names; :func:`messages.wire.dump_outbound` writes camelCase and
 leaves out fields that are None. Extra fields are refused so a typo fails in our tests, not in
 the panel. List fields take any sequence (a list or a tuple). v2-only fields are optional: leave
@@ -12,10 +15,20 @@ Size limits (section 5) are the sender's job: these models do not trim anything.
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
 from messages.errors import ErrorCode, V1ChatErrorCode
+from messages.wire_base import OutboundModel
+from messages.wire_browser import (
+    CdpCancel,
+    CdpSend,
+    ControlRelease,
+    TabActivate,
+    TabClose,
+    TabGetActive,
+    TabList,
+    TabNew,
+)
 from messages.wire_inbound import Ping, Pong
 
 __all__ = [
@@ -24,8 +37,6 @@ __all__ = [
     "AskOption",
     "AssistantRow",
     "AuthStatus",
-    "CdpCancel",
-    "CdpSend",
     "ChatDeleteResult",
     "ChatDelta",
     "ChatDone",
@@ -37,7 +48,6 @@ __all__ = [
     "ChatToolCall",
     "ChatToolResult",
     "ConfigResult",
-    "ControlRelease",
     "DoctorCheck",
     "DoctorResult",
     "ErrorMessage",
@@ -48,28 +58,13 @@ __all__ = [
     "ModelsCurrent",
     "ModelsList",
     "OutboundMessage",
-    "OutboundModel",
     "SdkReady",
     "SessionReady",
-    "TabActivate",
-    "TabClose",
-    "TabGetActive",
-    "TabList",
-    "TabNew",
     "ToolRow",
     "Usage",
     "UserAsk",
     "UserRow",
-    "V1ChatErrorCode",
 ]
-
-
-class OutboundModel(BaseModel):
-    """Base of the outbound models: frozen, camelCase on the wire, extra fields refused."""
-
-    model_config = ConfigDict(
-        frozen=True, extra="forbid", populate_by_name=True, alias_generator=to_camel
-    )
 
 
 ActivityEvent = Literal[
@@ -145,42 +140,6 @@ class ChatError(OutboundModel):
     message: str
     code: ErrorCode | V1ChatErrorCode | None = None
     turn_id: str | None = None  # v2: which chat.send this ends (a panel drops a second end)
-
-
-class _BrowserCall(OutboundModel):
-    # Section 4: cdp.send and tab.* carry the controlling turn's id in v2.
-    session_id: str
-    call_id: str
-    control_owner_id: str | None = None  # v2
-
-
-class CdpSend(_BrowserCall):
-    """Run one CDP command; never trimmed (section 5). Answered by ``tool.result``."""
-
-    type: Literal["cdp.send"] = "cdp.send"
-    tab_id: int | None = None
-    method: str
-    params: dict[str, Any] = Field(default_factory=dict)
-
-
-class TabNew(_BrowserCall):
-    type: Literal["tab.new"] = "tab.new"
-    url: str | None = None
-    active: bool | None = None
-
-
-class TabActivate(_BrowserCall):
-    type: Literal["tab.activate"] = "tab.activate"
-    tab_id: int
-
-
-class TabList(_BrowserCall):
-    type: Literal["tab.list"] = "tab.list"
-
-
-class TabGetActive(_BrowserCall):
-    type: Literal["tab.getActive"] = "tab.getActive"
-    window_id: int | None = None  # v2
 
 
 class EventActivity(OutboundModel):
@@ -278,26 +237,6 @@ class ChatQueued(OutboundModel):
     session_id: str
     turn_id: str
     position: int
-
-
-class TabClose(_BrowserCall):
-    type: Literal["tab.close"] = "tab.close"
-    tab_id: int
-
-
-class CdpCancel(OutboundModel):
-    """The host gave up on a call; the extension never answers it late."""
-
-    type: Literal["cdp.cancel"] = "cdp.cancel"
-    session_id: str
-    call_id: str
-
-
-class ControlRelease(OutboundModel):
-    """The turn ended: detach from the tabs ``owner_id`` used. Settles no request."""
-
-    type: Literal["control.release"] = "control.release"
-    owner_id: str
 
 
 class ApprovalRequest(OutboundModel):

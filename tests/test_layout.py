@@ -202,3 +202,10 @@ def test_no_supervisor_module_imports_the_agent(path: Path) -> None:
             imported.add(node.module)
     agent = sorted(m for m in imported if m == "actors.agent" or m.startswith("actors.agent."))
     assert not agent, f"{path.name} imports {agent}: supervisors/ holds supervision only"
+
+
+@pytest.mark.parametrize(("layer", "path"), _modules(), ids=str)
+def test_no_module_is_over_400_lines(layer: str, path: Path) -> None:
+    # A module that grows past 400 lines is split by meaning (the developers' guide).
+    lines = len(path.read_text("utf-8").splitlines())
+    assert lines <= 400, f"{path.relative_to(ROOT)} has {lines} lines"

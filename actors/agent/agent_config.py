@@ -25,7 +25,7 @@ from actors.agent.turn_scheduler import SchedulerMsg, SetLimit
 from actors.model.types import ModelSettings
 from actors.runtime.live_ref import LiveRef
 from actors.tools.catalog import ToolSettings
-from actors.tools.registry import ApprovalMode
+from actors.tools.tool_def import ApprovalMode
 from messages.wire_outbound import ModelsCurrent, ModelsList, SdkReady
 
 __all__ = ["AgentConfig", "AgentSettings", "HostServices", "approval_mode", "tool_settings"]

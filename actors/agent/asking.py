@@ -29,7 +29,7 @@ from actors.runtime.live_ref import LiveRef
 from actors.tools.catalog import ToolCatalog
 from actors.tools.masking import mask_secret_args
 from actors.tools.pinned_tab import TurnBrowser
-from actors.tools.registry import ApprovalRequestInfo
+from actors.tools.tool_def import ApprovalRequestInfo
 from actors.tools.user_tools import AskUserArgs
 from messages.errors import BrowyError, ErrorCode
 from messages.wire_inbound import ApprovalResponse, UserAnswer

@@ -25,15 +25,11 @@ from actors.agent.route_table import RegisterResult, RouteTable
 from actors.agent.turn_queue import TurnTicket
 from actors.agent.turn_scheduler import TurnBoard
 from actors.relay.relay_marks import RelayMarks
-from actors.store.chat_store import ChatStore, TurnOutcome
+from actors.store.chat_store import ChatStore
+from actors.store.chat_turns import TurnOutcome
 from messages.errors import ErrorCode, v1_chat_error_code
-from messages.wire_outbound import (
-    ChatDone,
-    ChatError,
-    ChatToolResult,
-    EventActivity,
-    OutboundModel,
-)
+from messages.wire_base import OutboundModel
+from messages.wire_outbound import ChatDone, ChatError, ChatToolResult, EventActivity
 
 __all__ = ["EndDelivery", "replay_outcome"]
 

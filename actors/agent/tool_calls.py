@@ -29,7 +29,7 @@ from actors.runtime.errors import ActorError
 from actors.runtime.live_ref import LiveRef
 from actors.tools.catalog import ToolCatalog
 from actors.tools.pinned_tab import TurnBrowser
-from actors.tools.registry import ApprovalRequestInfo
+from actors.tools.tool_def import ApprovalRequestInfo
 from actors.tools.user_tools import AskUserArgs
 
 __all__ = ["START_TIMEOUT_S", "ToolCalls"]

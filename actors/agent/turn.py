@@ -44,10 +44,12 @@ from actors.agent.turn_scheduler import SchedulerMsg, TurnBoard, TurnEnded
 from actors.agent.wire_shapes import split_delta, trim_args
 from actors.model.types import ModelError
 from actors.runtime.live_ref import LiveRef
-from actors.store.chat_store import ChatStore, TurnStateError
+from actors.store.chat_store import ChatStore
+from actors.store.chat_turns import TurnStateError
 from actors.tools.masking import mask_secret_args
 from actors.tools.pinned_tab import TurnBrowser
 from messages.errors import BrowyError, ErrorCode, v1_chat_error_code
+from messages.wire_base import OutboundModel
 from messages.wire_outbound import (
     ChatDelta,
     ChatDone,
@@ -55,7 +57,6 @@ from messages.wire_outbound import (
     ChatToolCall,
     ChatToolResult,
     EventActivity,
-    OutboundModel,
     Usage,
 )
 

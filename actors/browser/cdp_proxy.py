@@ -42,8 +42,7 @@ from actors.runtime.actor import Actor
 from actors.runtime.ref import Overflow
 from actors.tools.cdp import BrowserCallError
 from messages.errors import ErrorCode, FrameTooLarge, LocalError
-from messages.wire_inbound import CdpEvent, ToolResult
-from messages.wire_outbound import (
+from messages.wire_browser import (
     CdpCancel,
     CdpSend,
     ControlRelease,
@@ -53,6 +52,7 @@ from messages.wire_outbound import (
     TabList,
     TabNew,
 )
+from messages.wire_inbound import CdpEvent, ToolResult
 
 __all__ = [
     "TAB_OPS",

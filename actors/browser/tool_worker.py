@@ -37,7 +37,7 @@ from actors.tools.catalog import ToolCatalog
 from actors.tools.files import FileSandbox
 from actors.tools.ledger import CallLedger
 from actors.tools.pinned_tab import TurnBrowser
-from actors.tools.registry import ApprovalRequestInfo, ToolContext, ToolPolicy
+from actors.tools.tool_def import ApprovalRequestInfo, ToolContext, ToolPolicy
 from actors.tools.user_tools import AskFn
 
 __all__ = [

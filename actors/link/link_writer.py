@@ -29,8 +29,9 @@ from messages.codec import MAX_OUTBOUND_FRAME
 from messages.errors import ErrorCode, FrameTooLarge, LocalError, v1_chat_error_code
 from messages.link import LinkData
 from messages.wire import dump_outbound
+from messages.wire_browser import CdpSend
 from messages.wire_inbound import SessionStart
-from messages.wire_outbound import CdpSend, ChatDone, ChatError, EventActivity
+from messages.wire_outbound import ChatDone, ChatError, EventActivity
 
 __all__ = ["ConnectionInfo", "LinkWriter"]
 

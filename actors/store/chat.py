@@ -13,24 +13,23 @@ import contextlib
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from actors.store.chat_turns import (
     ACCEPTS,
     OUTCOME_ERROR,
-    OUTCOME_INTERRUPTED,
     PendingCall,
     TurnFold,
     TurnInfo,
     TurnOutcome,
     TurnStateError,
     fold_turn_record,
+    outcome_of,
 )
-from actors.store.chat_views import build_model_messages, history_rows
-from actors.store.journal import Journal, StoreError, scan_records
+from actors.store.chat_views import ChatInfo, build_model_messages, history_rows
+from actors.store.journal import Journal, Redact, StoreError, redact_tree, scan_records
 
-__all__ = ["MEMORY_TURNS", "Chat", "ChatInfo", "Redact"]
+__all__ = ["MEMORY_TURNS", "Chat"]
 
 log = logging.getLogger(__name__)
 
@@ -44,32 +43,6 @@ MEMORY_TURNS = 48
 #: (which comes seconds later, not hundreds of turns).
 _EVICTED_OUTCOMES = 64
 
-Redact = Callable[[str], str]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ChatInfo:
-    """A snapshot of one chat's metadata (``Chat.info`` builds a new one on each access)."""
-
-    id: str
-    scope: str
-    created_ms: int
-    modified_ms: int
-    summary: str | None
-    input_tokens: int
-    output_tokens: int
-    last_error: str | None  # of the latest ended turn; None when it did not fail
-    interrupted: bool  # the latest turn was cut by a crash or restart
-    turns: int
-
-    def as_summary(self) -> dict[str, Any]:
-        """One ``chat.list.result`` entry (protocol.md section 3), camelCase, no null fields."""
-        row: dict[str, Any] = {"id": self.id, "startTime": self.created_ms}
-        if self.summary is not None:
-            row["summary"] = self.summary
-        row["modifiedTime"] = self.modified_ms
-        return row
-
 
 def _summary(text: str) -> str | None:
     words = " ".join(text.split())
@@ -78,28 +51,6 @@ def _summary(text: str) -> str | None:
     if len(words) <= _SUMMARY_CHARS:
         return words
     return words[: _SUMMARY_CHARS - 1].rstrip() + "…"
-
-
-def _outcome(turn: TurnFold) -> TurnOutcome:
-    end = turn.end or {}
-    return TurnOutcome(
-        turn_id=turn.turn_id,
-        ended=turn.end is not None,
-        outcome=str(end.get("outcome", OUTCOME_INTERRUPTED)),
-        text=str(end.get("text") or turn.assistant_text()),
-        code=end.get("code"),
-        message=end.get("message"),
-    )
-
-
-def _redact_tree(value: Any, redact: Redact) -> Any:
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {k: _redact_tree(v, redact) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_redact_tree(v, redact) for v in value]
-    return value
 
 
 class Chat:
@@ -171,7 +122,7 @@ class Chat:
         while len(self._turns) > MEMORY_TURNS and not self._turns[0].live:
             old = self._turns.pop(0)
             del self._by_id[old.turn_id]
-            self._evicted[old.turn_id] = _outcome(old)
+            self._evicted[old.turn_id] = outcome_of(old)
             while len(self._evicted) > _EVICTED_OUTCOMES:
                 self._evicted.popitem(last=False)
 
@@ -247,7 +198,7 @@ class Chat:
     ) -> None:
         """Record that a tool is about to run (before its first page-changing command)."""
         redact = self._redact
-        args = args if redact is None else _redact_tree(args, redact)
+        args = args if redact is None else redact_tree(args, redact)
         self._record("call", turn_id, id=call_id, name=name, args=args, page_changing=page_changing)
 
     def tool_result(
@@ -388,7 +339,7 @@ class Chat:
         turn = self._by_id.get(turn_id)
         if turn is None:
             return self._evicted.get(turn_id)
-        return _outcome(turn)
+        return outcome_of(turn)
 
     def cut_turn(self) -> TurnInfo | None:
         """The latest turn with no end that this process did not start (cut by a crash/restart)."""

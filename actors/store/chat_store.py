@@ -60,44 +60,15 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from actors.store.chat import Chat, ChatInfo, Redact
-from actors.store.chat_turns import (
-    OUTCOME_CANCELLED,
-    OUTCOME_DONE,
-    OUTCOME_ERROR,
-    OUTCOME_INTERRUPTED,
-    PendingCall,
-    TurnInfo,
-    TurnOutcome,
-    TurnStateError,
-)
+from actors.store.chat import Chat
 from actors.store.chat_views import (
-    INTERRUPTED_RESULT,
+    ChatInfo,
     HistoryPage,
     build_history_page,
-    join_context,
 )
-from actors.store.journal import JOURNAL_SUFFIX, FsyncFn, Journal, StoreError, safe_name
+from actors.store.journal import JOURNAL_SUFFIX, FsyncFn, Journal, Redact, StoreError, safe_name
 
-__all__ = [
-    "INTERRUPTED_RESULT",
-    "OUTCOME_CANCELLED",
-    "OUTCOME_DONE",
-    "OUTCOME_ERROR",
-    "OUTCOME_INTERRUPTED",
-    "Chat",
-    "ChatInfo",
-    "ChatStore",
-    "HistoryPage",
-    "PendingCall",
-    "StoreError",
-    "TurnInfo",
-    "TurnOutcome",
-    "TurnStateError",
-    "build_history_page",
-    "join_context",
-    "sessions_dir",
-]
+__all__ = ["MAX_OPEN_CHATS", "ChatStore", "sessions_dir"]
 
 
 def sessions_dir(home: Path) -> Path:

@@ -28,6 +28,7 @@ __all__ = [
     "TurnPhase",
     "TurnStateError",
     "fold_turn_record",
+    "outcome_of",
 ]
 
 OUTCOME_DONE = "done"
@@ -173,3 +174,16 @@ def fold_turn_record(
     elif kind == "undelivered":
         turn.delivered = False
     return turn
+
+
+def outcome_of(turn: TurnFold) -> TurnOutcome:
+    """What a turn came to, as the store answers a resent ``turnId``."""
+    end = turn.end or {}
+    return TurnOutcome(
+        turn_id=turn.turn_id,
+        ended=turn.end is not None,
+        outcome=str(end.get("outcome", OUTCOME_INTERRUPTED)),
+        text=str(end.get("text") or turn.assistant_text()),
+        code=end.get("code"),
+        message=end.get("message"),
+    )

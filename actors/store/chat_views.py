@@ -22,6 +22,7 @@ from actors.store.chat_turns import TurnFold
 __all__ = [
     "INTERRUPTED_RESULT",
     "OLD_RESULT_CHARS",
+    "ChatInfo",
     "HistoryPage",
     "build_history_page",
     "build_model_messages",
@@ -175,3 +176,27 @@ def build_history_page(
     if cut:
         rows.insert(0, _marker(cut))
     return HistoryPage(rows=rows, has_more=has_more or cut > 0, omitted=cut)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatInfo:
+    """A snapshot of one chat's metadata (``Chat.info`` builds a new one on each access)."""
+
+    id: str
+    scope: str
+    created_ms: int
+    modified_ms: int
+    summary: str | None
+    input_tokens: int
+    output_tokens: int
+    last_error: str | None  # of the latest ended turn; None when it did not fail
+    interrupted: bool  # the latest turn was cut by a crash or restart
+    turns: int
+
+    def as_summary(self) -> dict[str, Any]:
+        """One ``chat.list.result`` entry (protocol.md section 3), camelCase, no null fields."""
+        row: dict[str, Any] = {"id": self.id, "startTime": self.created_ms}
+        if self.summary is not None:
+            row["summary"] = self.summary
+        row["modifiedTime"] = self.modified_ms
+        return row

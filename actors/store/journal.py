@@ -45,8 +45,10 @@ __all__ = [
     "JOURNAL_SUFFIX",
     "MAX_RECORD",
     "Journal",
+    "Redact",
     "StoreError",
     "encode_record",
+    "redact_tree",
     "safe_name",
     "scan_records",
 ]
@@ -269,3 +271,18 @@ class Journal:
             self.path.unlink(missing_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot delete {self.path.name}: {exc}") from exc
+
+
+#: Replaces the secrets in a string (the daemon's log redaction, :mod:`actors.runtime.logger`).
+Redact = Callable[[str], str]
+
+
+def redact_tree(value: Any, redact: Redact) -> Any:
+    """``value`` with ``redact`` applied to every string in it (dicts and lists walked)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: redact_tree(v, redact) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_tree(v, redact) for v in value]
+    return value

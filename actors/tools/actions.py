@@ -13,8 +13,9 @@ from typing import Any
 from pydantic import Field
 
 from actors.tools.keys import key_events
-from actors.tools.registry import Registry, ToolArgs, ToolContext, ToolError, ToolOutput
+from actors.tools.registry import Registry
 from actors.tools.shared import after_action, current_url, evaluate, locate_element
+from actors.tools.tool_def import ToolArgs, ToolContext, ToolError, ToolOutput
 
 __all__ = [
     "FillInputArgs",

@@ -46,7 +46,8 @@ from actors.tools.index_tools import register_page_tools
 from actors.tools.inspect_more import register_more_tools
 from actors.tools.navigation import register_navigation_tools
 from actors.tools.reading import register_reading_tools
-from actors.tools.registry import ApprovalMode, Registry, ToolPolicy
+from actors.tools.registry import Registry
+from actors.tools.tool_def import ApprovalMode, ToolPolicy
 from actors.tools.user_tools import SKILLS_DIR, V2_ONLY_TOOLS, register_user_tools
 
 __all__ = [

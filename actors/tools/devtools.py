@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from actors.tools.files import FileSandbox
-from actors.tools.registry import Registry, ToolArgs, ToolContext, ToolError, ToolOutput
+from actors.tools.registry import Registry
 from actors.tools.shared import (
     RING,
     TEXT_LIMIT,
@@ -26,6 +26,7 @@ from actors.tools.shared import (
     tab_monitor,
     untrusted,
 )
+from actors.tools.tool_def import ToolArgs, ToolContext, ToolError, ToolOutput
 
 __all__ = [
     "ConsoleArgs",

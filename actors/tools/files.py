@@ -27,7 +27,8 @@ from typing import Any
 
 from pydantic import Field
 
-from actors.tools.registry import Registry, ToolArgs, ToolContext, ToolError, ToolOutput
+from actors.tools.registry import Registry
+from actors.tools.tool_def import ToolArgs, ToolContext, ToolError, ToolOutput
 from messages.errors import ErrorCode
 
 __all__ = ["DEFAULT_MAX_FILE_BYTES", "FileSandbox", "register_file_tools"]

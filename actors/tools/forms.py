@@ -28,8 +28,9 @@ from typing import Any
 from pydantic import Field
 
 from actors.tools.keys import key_events
-from actors.tools.registry import Registry, TabSession, ToolArgs, ToolContext, ToolError, ToolOutput
+from actors.tools.registry import Registry
 from actors.tools.shared import cut, evaluate, loader_id, untrusted, wait_loaded
+from actors.tools.tool_def import TabSession, ToolArgs, ToolContext, ToolError, ToolOutput
 
 __all__ = ["ExtractFormArgs", "FillFormArgs", "SubmitFormArgs", "register_form_tools"]
 

@@ -32,7 +32,8 @@ from typing import Literal
 from pydantic import Field
 
 from actors.tools.files import FileSandbox
-from actors.tools.registry import Registry, ToolArgs, ToolContext, ToolError, ToolOutput
+from actors.tools.registry import Registry
+from actors.tools.tool_def import ToolArgs, ToolContext, ToolError, ToolOutput
 
 __all__ = ["RunResult", "register_host_tools", "run_program"]
 

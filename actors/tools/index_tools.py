@@ -13,8 +13,9 @@ from typing import Any, Literal
 from pydantic import Field
 
 from actors.tools.pinned_tab import TurnBrowser
-from actors.tools.registry import Registry, ToolArgs, ToolContext, ToolError, ToolOutput
+from actors.tools.registry import Registry
 from actors.tools.shared import untrusted
+from actors.tools.tool_def import ToolArgs, ToolContext, ToolError, ToolOutput
 from messages.errors import ErrorCode
 
 __all__ = ["IndexArgs", "InspectArgs", "register_page_tools"]

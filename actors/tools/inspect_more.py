@@ -33,8 +33,9 @@ from actors.tools.cdp import CdpError, CdpSession
 from actors.tools.files import FileSandbox
 from actors.tools.page import ActionResult, PageTools
 from actors.tools.page_types import _WORLD_NAME
-from actors.tools.registry import Registry, ToolArgs, ToolContext, ToolError, ToolOutput
+from actors.tools.registry import Registry
 from actors.tools.shared import cut, untrusted
+from actors.tools.tool_def import ToolArgs, ToolContext, ToolError, ToolOutput
 from messages.errors import ErrorCode
 
 __all__ = ["IndexBrowser", "element_object", "register_inspect_tools", "register_more_tools"]

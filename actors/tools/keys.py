@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.tools.registry import ToolError
+from actors.tools.tool_def import ToolError
 
 __all__ = ["key_events"]
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from actors.tools.cdp import CdpError, is_context_gone
-from actors.tools.registry import Registry, ToolArgs, ToolContext, ToolError, ToolOutput
+from actors.tools.registry import Registry
 from actors.tools.shared import (
     IDLE_MS,
     POLL,
@@ -28,6 +28,7 @@ from actors.tools.shared import (
     tab_monitor,
     wait_loaded,
 )
+from actors.tools.tool_def import ToolArgs, ToolContext, ToolError, ToolOutput
 from messages.errors import ErrorCode
 
 __all__ = [

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors.tools.page import PageTools, Snapshot
-from actors.tools.registry import TabOps, TabSession, ToolError
 from actors.tools.shared import untrusted
+from actors.tools.tool_def import TabOps, TabSession, ToolError
 from messages.errors import BrowyError, ErrorCode
 
 __all__ = ["TurnBrowser"]

@@ -13,7 +13,7 @@ import re
 
 from pydantic import Field
 
-from actors.tools.registry import Registry, ToolArgs, ToolContext, ToolError, ToolOutput
+from actors.tools.registry import Registry
 from actors.tools.shared import (
     HTML_LIMIT,
     JS_RESULT_LIMIT,
@@ -23,6 +23,7 @@ from actors.tools.shared import (
     evaluate,
     untrusted,
 )
+from actors.tools.tool_def import ToolArgs, ToolContext, ToolError, ToolOutput
 
 __all__ = [
     "EvaluateArgs",

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from actors.tools.cdp import CdpError, is_context_gone
-from actors.tools.registry import TabSession, ToolArgs, ToolContext, ToolError
+from actors.tools.tool_def import TabSession, ToolArgs, ToolContext, ToolError
 from messages.errors import ErrorCode
 
 __all__ = [

@@ -35,8 +35,9 @@ from pydantic import Field
 
 from actors.tools.cdp import CdpError
 from actors.tools.files import FileSandbox
-from actors.tools.registry import Registry, TabSession, ToolArgs, ToolContext, ToolError, ToolOutput
+from actors.tools.registry import Registry
 from actors.tools.shared import check_url, cut, evaluate, tab_key, untrusted
+from actors.tools.tool_def import TabSession, ToolArgs, ToolContext, ToolError, ToolOutput
 
 __all__ = ["FetchResult", "fetch", "html_text", "register_transfer_tools"]
 

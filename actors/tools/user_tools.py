@@ -9,7 +9,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from actors.tools.registry import Registry, ToolArgs, ToolContext, ToolError, ToolOutput
+from actors.tools.registry import Registry
+from actors.tools.tool_def import ToolArgs, ToolContext, ToolError, ToolOutput
 from messages.errors import ErrorCode
 
 __all__ = ["SKILLS_DIR", "V2_ONLY_TOOLS", "AskFn", "AskUserArgs", "register_user_tools"]

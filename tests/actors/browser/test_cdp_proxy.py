@@ -18,8 +18,8 @@ from actors.link.link_writer import ConnectionInfo
 from actors.runtime.live_ref import LiveRef
 from actors.tools.cdp import BrowserCallError, outcome_of
 from messages.errors import ErrorCode
+from messages.wire_browser import CdpCancel, CdpSend, ControlRelease, TabClose, TabNew
 from messages.wire_inbound import CdpEvent, ToolResult
-from messages.wire_outbound import CdpCancel, CdpSend, ControlRelease, TabClose, TabNew
 from supervisors.policy import RestartIntensity
 from supervisors.supervisor import ChildSpec, Supervisor
 

@@ -20,7 +20,8 @@ from actors.browser.tool_worker import (
 )
 from actors.runtime.actor import spawn
 from actors.tools.catalog import ToolCatalog, ToolSettings
-from actors.tools.registry import Registry, ToolArgs, ToolContext, ToolOutput, ToolPolicy
+from actors.tools.registry import Registry
+from actors.tools.tool_def import ToolArgs, ToolContext, ToolOutput, ToolPolicy
 
 
 class Nothing(ToolArgs):

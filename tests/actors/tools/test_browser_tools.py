@@ -10,7 +10,8 @@ import pytest
 from actors.tools.catalog import default_registry
 from actors.tools.files import FileSandbox
 from actors.tools.keys import key_events
-from actors.tools.registry import Registry, ToolContext, ToolError
+from actors.tools.registry import Registry
+from actors.tools.tool_def import ToolContext, ToolError
 from messages.errors import ErrorCode
 from tests.helpers.cdp_ws import CdpWsSession, WsTab
 from tests.helpers.chromium import Chromium, PageServer, chromium_available

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from actors.tools.files import FileSandbox, register_file_tools
-from actors.tools.registry import Registry, ToolContext, ToolError, ToolPolicy
+from actors.tools.registry import Registry
+from actors.tools.tool_def import ToolContext, ToolError, ToolPolicy
 
 
 @pytest.fixture

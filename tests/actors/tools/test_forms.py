@@ -13,7 +13,8 @@ import pytest
 from actors.tools.files import FileSandbox
 from actors.tools.inspect_more import register_more_tools
 from actors.tools.page import PageTools, Snapshot
-from actors.tools.registry import Registry, ToolContext, ToolError
+from actors.tools.registry import Registry
+from actors.tools.tool_def import ToolContext, ToolError
 from messages.errors import ErrorCode
 from tests.helpers.cdp_ws import CdpWsSession, WsTab
 from tests.helpers.chromium import Chromium, PageServer, chromium_available

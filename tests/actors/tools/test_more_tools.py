@@ -17,8 +17,9 @@ import pytest
 from actors.tools.catalog import build_registry
 from actors.tools.files import FileSandbox
 from actors.tools.page import PageTools
-from actors.tools.registry import Registry, ToolContext, ToolPolicy
+from actors.tools.registry import Registry
 from actors.tools.shared import CAPTURED_HEADER_CHARS, CAPTURED_HEADERS, captured_headers
+from actors.tools.tool_def import ToolContext, ToolPolicy
 from actors.tools.transfer import fetch
 from messages.errors import ErrorCode
 from tests.helpers.cdp_ws import CdpWsSession, WsTab

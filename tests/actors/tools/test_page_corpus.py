@@ -36,7 +36,8 @@ from actors.tools.cdp import CdpError, ErrorCode
 from actors.tools.files import FileSandbox
 from actors.tools.page import ActionResult, PageTools, Snapshot
 from actors.tools.pinned_tab import TurnBrowser
-from actors.tools.registry import Registry, ToolContext, ToolOutcome
+from actors.tools.registry import Registry
+from actors.tools.tool_def import ToolContext, ToolOutcome
 from tests.helpers.cdp_ws import CdpWsSession
 from tests.helpers.chromium import Chromium, PageServer, chromium_available
 

@@ -10,14 +10,8 @@ import pytest
 from actors.tools.catalog import default_registry
 from actors.tools.cdp import BrowserCallError
 from actors.tools.ledger import AlreadySent, CallLedger
-from actors.tools.registry import (
-    ApprovalRequestInfo,
-    Registry,
-    ToolArgs,
-    ToolContext,
-    ToolOutput,
-    ToolPolicy,
-)
+from actors.tools.registry import Registry
+from actors.tools.tool_def import ApprovalRequestInfo, ToolArgs, ToolContext, ToolOutput, ToolPolicy
 from messages.errors import ErrorCode
 
 
