@@ -101,6 +101,17 @@ class NativeFrameDecoder:
         self._broken = False
 
     @property
+    def max_frame(self) -> int:
+        """The largest frame accepted; raising it (once authenticated) keeps what is buffered."""
+        return self._max_frame
+
+    @max_frame.setter
+    def max_frame(self, value: int) -> None:
+        if value < 0:
+            raise ValueError("max_frame must be >= 0")
+        self._max_frame = value
+
+    @property
     def broken(self) -> bool:
         """True once a :class:`StreamBroken` was produced; the decoder is then inert."""
         return self._broken

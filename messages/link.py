@@ -4,6 +4,8 @@ Each link frame is a 4-byte little-endian length, then a msgpack map: the envelo
 ``"t"`` holds the envelope type; the other keys are the dataclass field names::
 
     "hello"    LinkHello      caller -> daemon, first frame: version range, role, origin, pid
+    "challenge" LinkChallenge daemon -> caller (TCP, v2): its nonce and its proof of the token
+    "proof"    LinkProof      caller -> daemon (TCP, v2): the caller's proof of the token
     "welcome"  LinkWelcome    daemon -> caller: the link version chosen
     "refused"  LinkRefused    daemon -> caller: no common version, bad token, ...; then close
     "data"     LinkData       either way: one extension JSON message, as raw bytes (msgpack bin)
@@ -11,6 +13,14 @@ Each link frame is a 4-byte little-endian length, then a msgpack map: the envelo
 
 ``LinkData.payload`` is the extension's JSON exactly as it came off (or goes onto) the native
 stream: the relay never re-encodes it, the daemon validates it (``INVALID_MESSAGE``).
+
+Who is on the other end (link version 2, protocol.md section 6): on the Unix socket each side
+checks the other's uid (peer credentials) and the caller checks, before connecting, that the
+socket's directory is ours and private. On the TCP fallback the token of ``run/link.json`` never
+crosses the wire: each side proves it knows it with an HMAC over both sides' nonces
+(:func:`link_proof`), the daemon first, so a stale ``link.json`` pointing at another user's
+listener gets nothing but a hello. Until the handshake completes a side accepts frames of at most
+:data:`LINK_PREAUTH_MAX_FRAME` bytes.
 
 The link is trusted but verified: a frame that is not msgpack, not a map, of an unknown type, or
 with a missing or mistyped field yields :class:`StreamBroken` (``INVALID_MESSAGE``) and the
@@ -20,6 +30,8 @@ fields). Like :mod:`messages.codec`, this module imports neither asyncio nor pyd
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -31,22 +43,34 @@ from messages.errors import ErrorCode, FrameTooLarge, LocalError
 
 __all__ = [
     "LINK_MAX_FRAME",
+    "LINK_PREAUTH_MAX_FRAME",
     "LINK_VERSION_MAX",
     "LINK_VERSION_MIN",
+    "LinkChallenge",
     "LinkControl",
     "LinkData",
     "LinkDecoder",
     "LinkEnvelope",
     "LinkHello",
+    "LinkProof",
     "LinkRefused",
     "LinkWelcome",
     "encode_link",
+    "link_proof",
+    "proofs_match",
 ]
 
+#: Version 1: the TCP token was sent in the hello. Version 2: peer checks both ways and, on TCP,
+#: a challenge/response in which the token never crosses the wire. A daemon still accepts a
+#: version-1 caller on the Unix socket (peer credentials cover it); our callers speak only 2.
 LINK_VERSION_MIN: Final = 1
-LINK_VERSION_MAX: Final = 1
+LINK_VERSION_MAX: Final = 2
+#: What our relays and CLI accept: never a link without the daemon proving who it is.
+LINK_VERSION_CALLER_MIN: Final = 2
 #: A link frame carries at most one inbound extension message (64 MiB) plus envelope overhead.
 LINK_MAX_FRAME: Final = 64 * 1024 * 1024 + 64 * 1024
+#: Before the handshake completes: a hello, a challenge or a proof fits in far less.
+LINK_PREAUTH_MAX_FRAME: Final = 4096
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,7 +83,23 @@ class LinkHello:
     origin: str  # the extension origin the relay serves; "" for cli/mcp
     pid: int
     package_version: str
-    token: str | None = None
+    token: str | None = None  # version 1 on TCP only; a version-2 caller never sends it
+    nonce: str | None = None  # version 2: the caller's random nonce (hex)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinkChallenge:
+    """TCP, version 2: the daemon's nonce and its proof that it knows the token."""
+
+    nonce: str
+    proof: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinkProof:
+    """TCP, version 2: the caller's proof that it knows the token."""
+
+    proof: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,7 +134,21 @@ class LinkControl:
     args: dict[str, Any] = field(default_factory=dict)
 
 
-LinkEnvelope = LinkHello | LinkWelcome | LinkRefused | LinkData | LinkControl
+LinkEnvelope = (
+    LinkHello | LinkChallenge | LinkProof | LinkWelcome | LinkRefused | LinkData | LinkControl
+)
+
+
+def link_proof(token: str, side: str, caller_nonce: str, daemon_nonce: str) -> str:
+    """HMAC-SHA256 of both nonces under the link token, for ``side`` (``"daemon"`` or
+    ``"caller"``: the two proofs differ, so one cannot be replayed as the other)."""
+    message = f"browy-link-v2|{side}|{caller_nonce}|{daemon_nonce}".encode()
+    return hmac.new(token.encode(), message, hashlib.sha256).hexdigest()
+
+
+def proofs_match(expected: str, given: str) -> bool:
+    """Compare two proofs in constant time."""
+    return hmac.compare_digest(expected.encode(), given.encode())
 
 
 def _is_int(value: object) -> bool:
@@ -131,9 +185,12 @@ _SCHEMA: Final[dict[str, tuple[type[Any], dict[str, _Check], frozenset[str]]]] =
             "pid": _is_int,
             "package_version": _is_str,
             "token": _is_opt_str,
+            "nonce": _is_opt_str,
         },
-        frozenset({"token"}),
+        frozenset({"token", "nonce"}),
     ),
+    "challenge": (LinkChallenge, {"nonce": _is_str, "proof": _is_str}, frozenset()),
+    "proof": (LinkProof, {"proof": _is_str}, frozenset()),
     "welcome": (
         LinkWelcome,
         {"version": _is_int, "daemon_version": _is_str, "daemon_pid": _is_int},
@@ -209,6 +266,15 @@ class LinkDecoder:
     def __init__(self, max_frame: int = LINK_MAX_FRAME) -> None:
         self._frames = NativeFrameDecoder(max_frame)
         self._broken = False
+
+    @property
+    def max_frame(self) -> int:
+        return self._frames.max_frame
+
+    @max_frame.setter
+    def max_frame(self, value: int) -> None:
+        """Raise the limit once the peer is authenticated (the frames buffered so far keep)."""
+        self._frames.max_frame = value
 
     @property
     def broken(self) -> bool:

@@ -23,6 +23,7 @@ __all__ = [
     "browy_home",
     "ensure_private_dir",
     "log_dir",
+    "private_dir_problem",
     "run_dir",
     "socket_path",
 ]
@@ -48,10 +49,42 @@ def log_dir(home: Path) -> Path:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create *path* (and parents) and make it 0700, owned by us. Returns *path*."""
+    """Create *path* (and parents) and make it 0700, owned by us. Returns *path*.
+
+    Raises ``PermissionError`` when *path* exists but is not ours (or is a symlink): another
+    user made it first, and nothing of ours goes in it (architecture.md section 7)."""
     path.mkdir(parents=True, exist_ok=True)
+    st = path.lstat()
+    import stat  # only here: keeps the relay's start-up lean
+
+    if stat.S_ISLNK(st.st_mode) or st.st_uid != os.getuid():
+        raise PermissionError(f"{path} is not ours: {private_dir_problem(path)}")
     os.chmod(path, 0o700)
     return path
+
+
+def private_dir_problem(path: Path) -> str | None:
+    """Why *path* cannot hold our socket, or None when it can: it must be a real directory (not
+    a symlink), owned by us, and private (mode 0700: nobody else may create or swap a file in
+    it). Checked by the relay and the CLI before they connect (protocol.md section 6)."""
+    import stat
+
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return f"{path} does not exist"
+    except OSError as exc:
+        return f"{path} cannot be read: {exc.strerror}"
+    if stat.S_ISLNK(st.st_mode):
+        return f"{path} is a symlink"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{path} is not a directory"
+    if st.st_uid != os.getuid():
+        return f"{path} belongs to uid {st.st_uid}, not to us ({os.getuid()})"
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o077:
+        return f"{path} has mode {mode:04o}: others may reach it"
+    return None
 
 
 def _runtime_root() -> Path:

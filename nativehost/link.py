@@ -1,9 +1,14 @@
 """Opening the link to the daemon, for the relay and the CLI (protocol.md section 6).
 
-The transport is a Unix socket at :func:`nativehost.home.socket_path` (0700 directory, peer
-credentials checked by the daemon), or — where Unix sockets are unavailable, or when
-``[daemon] link_transport = "tcp"`` / ``BROWY_LINK_TRANSPORT=tcp`` — loopback TCP with a random
-token that the daemon writes to ``run/link.json`` (0600) and compares in constant time.
+The transport is a Unix socket at :func:`nativehost.home.socket_path`, or — where Unix sockets
+are unavailable, or when ``[daemon] link_transport = "tcp"`` / ``BROWY_LINK_TRANSPORT=tcp`` —
+loopback TCP with a random token that the daemon writes to ``run/link.json`` (0600).
+
+The caller checks who the daemon is before it says anything of weight (link version 2,
+protocol.md section 6): the socket's directory must be ours and private (checked with ``lstat``
+before connecting) and the peer's uid ours (after connecting); on TCP the daemon must prove it
+knows the token before the caller proves it (the token never crosses the wire). Anything else is
+refused with :class:`UntrustedDaemon`: nothing but the hello is sent.
 
 The relay imports this module, so it stays light: standard library, msgpack and orjson only (the
 transport setting is read with tomllib, not through the validated config).
@@ -12,7 +17,9 @@ transport setting is read with tomllib, not through the validated config).
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import secrets
 import socket
 import tomllib
 from pathlib import Path
@@ -20,13 +27,20 @@ from typing import Any
 
 import orjson
 
-from actors.link.link_stream import LinkStream, client_handshake
-from messages.link import LINK_VERSION_MAX, LINK_VERSION_MIN, LinkControl, LinkHello, LinkWelcome
-from nativehost.home import run_dir, socket_path
+from actors.link.link_stream import LinkRefusedError, LinkStream, client_handshake, peer_uid
+from messages.link import (
+    LINK_VERSION_CALLER_MIN,
+    LINK_VERSION_MAX,
+    LinkControl,
+    LinkHello,
+    LinkWelcome,
+)
+from nativehost.home import private_dir_problem, run_dir, socket_path
 
 __all__ = [
     "PACKAGE_VERSION",
     "DaemonUnavailable",
+    "UntrustedDaemon",
     "link_transport",
     "open_link",
     "query_daemon",
@@ -36,8 +50,19 @@ __all__ = [
 PACKAGE_VERSION = "0.1.0"
 
 
+log = logging.getLogger(__name__)
+
+
 class DaemonUnavailable(ConnectionError):
     """No daemon answers at the link endpoint of this BROWY_HOME."""
+
+
+class UntrustedDaemon(LinkRefusedError):
+    """What answers at the link endpoint may not be this user's daemon: refused, nothing sent.
+    ``browy doctor`` says what is wrong and how to fix it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("ORIGIN_FORBIDDEN", message)
 
 
 def tcp_endpoint_path(home: Path) -> Path:
@@ -60,16 +85,34 @@ def link_transport(home: Path, env: dict[str, str] | None = None) -> str:
     return "unix" if hasattr(socket, "AF_UNIX") else "tcp"
 
 
+def _untrusted(message: str) -> UntrustedDaemon:
+    log.error("refusing the link: %s (browy doctor explains)", message)
+    return UntrustedDaemon(message)
+
+
 async def _connect(home: Path) -> tuple[LinkStream, str | None]:
-    try:
-        if link_transport(home) == "tcp":
+    if link_transport(home) == "tcp":
+        try:
             endpoint = orjson.loads(tcp_endpoint_path(home).read_bytes())
             reader, writer = await asyncio.open_connection("127.0.0.1", int(endpoint["port"]))
-            return LinkStream(reader, writer), str(endpoint["token"])
-        reader, writer = await asyncio.open_unix_connection(str(socket_path(home)))
-        return LinkStream(reader, writer), None
-    except (OSError, ValueError, KeyError, orjson.JSONDecodeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, orjson.JSONDecodeError) as exc:
+            raise DaemonUnavailable(f"no daemon answers for {home}: {exc}") from exc
+        return LinkStream(reader, writer), str(endpoint["token"])
+    path = socket_path(home)
+    problem = private_dir_problem(path.parent)
+    if problem is not None and path.parent.exists():
+        raise _untrusted(f"the daemon's socket directory cannot be trusted: {problem}")
+    try:
+        reader, writer = await asyncio.open_unix_connection(str(path))
+    except OSError as exc:
         raise DaemonUnavailable(f"no daemon answers for {home}: {exc}") from exc
+    stream = LinkStream(reader, writer)
+    uid = peer_uid(writer)
+    if uid != os.getuid():
+        stream.close()
+        who = "an unknown user" if uid is None else f"uid {uid}"
+        raise _untrusted(f"the process listening on {path} runs as {who}, not as us")
+    return stream, None
 
 
 async def open_link(
@@ -83,16 +126,24 @@ async def open_link(
     """
     stream, token = await _connect(home)
     hello = LinkHello(
-        min_version=LINK_VERSION_MIN,
+        min_version=LINK_VERSION_CALLER_MIN,
         max_version=LINK_VERSION_MAX,
         role=role,
         origin=origin,
         pid=os.getpid(),
         package_version=PACKAGE_VERSION,
-        token=token,
+        nonce=secrets.token_hex(16),
     )
     try:
-        welcome = await client_handshake(stream, hello, timeout=timeout)
+        welcome = await client_handshake(stream, hello, timeout=timeout, token=token)
+    except UntrustedDaemon:
+        stream.close()
+        raise
+    except LinkRefusedError as exc:
+        stream.close()
+        if exc.code == "ORIGIN_FORBIDDEN" and token is not None:
+            raise _untrusted(f"the TCP link on 127.0.0.1: {exc.message}") from None
+        raise
     except BaseException:
         stream.close()
         raise

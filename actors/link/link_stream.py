@@ -1,8 +1,10 @@
 """The asyncio shell around the link codec: one open link between a client and the daemon.
 
 :mod:`messages.link` decides what the bytes mean; this module only moves them. Both ends use
-:class:`LinkStream`; the client side adds :func:`client_handshake`, the daemon side checks who is
-calling with :func:`peer_uid` (architecture.md section 7: the link is open to the same user only).
+:class:`LinkStream` (at most :data:`~messages.link.LINK_PREAUTH_MAX_FRAME` per frame until
+:meth:`LinkStream.authenticated`); the caller adds :func:`client_handshake`; both check who is at
+the other end of a Unix socket with :func:`peer_uid` (architecture.md section 7: the link is open
+to the same user only).
 """
 
 from __future__ import annotations
@@ -16,12 +18,17 @@ import sys
 from messages.codec import StreamBroken
 from messages.link import (
     LINK_MAX_FRAME,
+    LINK_PREAUTH_MAX_FRAME,
+    LinkChallenge,
     LinkDecoder,
     LinkEnvelope,
     LinkHello,
+    LinkProof,
     LinkRefused,
     LinkWelcome,
     encode_link,
+    link_proof,
+    proofs_match,
 )
 
 __all__ = [
@@ -56,7 +63,7 @@ class LinkStream:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         *,
-        max_frame: int = LINK_MAX_FRAME,
+        max_frame: int = LINK_PREAUTH_MAX_FRAME,
     ) -> None:
         self.reader = reader
         self.writer = writer
@@ -79,6 +86,11 @@ class LinkStream:
                 self._ready.append(event)
         return self._ready.pop(0)
 
+    def authenticated(self) -> None:
+        """The handshake completed: accept frames up to the link's full limit from now on
+        (before it, a side accepts only :data:`~messages.link.LINK_PREAUTH_MAX_FRAME`)."""
+        self._decoder.max_frame = LINK_MAX_FRAME
+
     def send(self, env: LinkEnvelope) -> None:
         """Queue one envelope for writing (call :meth:`drain` to apply backpressure)."""
         self.writer.write(encode_link(env))
@@ -96,10 +108,15 @@ class LinkStream:
             await self.writer.wait_closed()
 
 
-async def client_handshake(stream: LinkStream, hello: LinkHello, *, timeout: float) -> LinkWelcome:
-    """Send *hello* and wait for the daemon's answer.
+async def client_handshake(
+    stream: LinkStream, hello: LinkHello, *, timeout: float, token: str | None = None
+) -> LinkWelcome:
+    """Send *hello* and complete the handshake as the caller (link version 2).
 
-    Returns the :class:`LinkWelcome`; raises :class:`LinkRefusedError` when refused,
+    With a *token* (the TCP fallback), the daemon must first prove it knows it
+    (``LinkChallenge``), and only then does the caller prove it (``LinkProof``): a listener that
+    is not our daemon gets the hello and nothing else. Returns the :class:`LinkWelcome`; raises
+    :class:`LinkRefusedError` when refused (or the daemon's proof is wrong: ``ORIGIN_FORBIDDEN``),
     ``TimeoutError`` when no answer comes in *timeout* seconds, ``ConnectionError`` when the link
     closes first.
     """
@@ -107,7 +124,25 @@ async def client_handshake(stream: LinkStream, hello: LinkHello, *, timeout: flo
     await stream.drain()
     async with asyncio.timeout(timeout):
         env = await stream.recv()
+        if isinstance(env, LinkChallenge):
+            if token is None or hello.nonce is None:
+                raise LinkRefusedError("ORIGIN_FORBIDDEN", "unexpected challenge on this link")
+            expected = link_proof(token, "daemon", hello.nonce, env.nonce)
+            if not proofs_match(expected, env.proof):
+                raise LinkRefusedError(
+                    "ORIGIN_FORBIDDEN",
+                    "the listener did not prove it is this user's daemon (wrong link proof)",
+                )
+            stream.send(LinkProof(proof=link_proof(token, "caller", hello.nonce, env.nonce)))
+            await stream.drain()
+            env = await stream.recv()
+        elif token is not None and isinstance(env, LinkWelcome):
+            # A TCP daemon that welcomes without proving it knows the token is not ours.
+            raise LinkRefusedError(
+                "ORIGIN_FORBIDDEN", "the listener welcomed the link without proving the token"
+            )
     if isinstance(env, LinkWelcome):
+        stream.authenticated()
         return env
     if isinstance(env, LinkRefused):
         raise LinkRefusedError(env.code, env.message)

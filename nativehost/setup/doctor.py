@@ -18,7 +18,7 @@ from pathlib import Path
 from nativehost.config import load_config
 from nativehost.config_schema import Config, ConfigError
 from nativehost.daemon import instance
-from nativehost.home import run_dir, socket_path
+from nativehost.home import private_dir_problem, run_dir, socket_path
 from nativehost.setup.check import Check
 from nativehost.setup.install import MANIFEST_NAME
 from nativehost.setup.manifest_checks import CHROME_NOT_FOUND, check_manifest, manifests_to_check
@@ -52,6 +52,22 @@ def _check_run_dir(home: Path) -> list[Check]:
             )
         )
     sock = socket_path(home)
+    if sock.parent != rdir and sock.parent.exists():
+        # The socket's directory in the runtime dir (a long BROWY_HOME): whoever made it first
+        # owns it. The relay and the CLI refuse it unless it is ours and private.
+        problem = private_dir_problem(sock.parent)
+        checks.append(
+            Check(
+                "socket directory",
+                problem is None,
+                f"{sock.parent} " + ("is ours and private" if problem is None else problem),
+                ""
+                if problem is None
+                else f"another user may have planted it: remove {sock.parent} (as its owner or "
+                "root), or set a shorter BROWY_HOME or XDG_RUNTIME_DIR so the socket lives in "
+                f"{rdir}",
+            )
+        )
     if sock.exists() or sock.is_symlink():
         st = sock.lstat()
         parent_mode = _mode(sock.parent)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import os
@@ -16,11 +17,21 @@ import orjson
 import pytest
 
 from actors.link.link_stream import LinkRefusedError, LinkStream, client_handshake, peer_uid
-from messages.link import LinkControl, LinkData, LinkHello
+from messages.link import (
+    LinkChallenge,
+    LinkControl,
+    LinkData,
+    LinkDecoder,
+    LinkHello,
+    LinkProof,
+    LinkRefused,
+    LinkWelcome,
+    encode_link,
+)
 from nativehost.daemon.instance import daemon_status, is_running
 from nativehost.daemon.process import start_daemon, stop_daemon
 from nativehost.home import socket_path
-from nativehost.link import open_link, query_daemon, tcp_endpoint_path
+from nativehost.link import UntrustedDaemon, open_link, query_daemon, tcp_endpoint_path
 from tests.helpers.native_peer import RelayPeer, kill_daemon, wait_for
 
 
@@ -73,7 +84,7 @@ async def test_an_idle_daemon_exits_after_its_idle_time(home: Path) -> None:
     assert not is_running(home)
 
 
-async def test_the_tcp_link_needs_the_token_and_serves_the_relay(home: Path) -> None:
+async def test_the_tcp_link_proves_the_token_both_ways_and_serves_the_relay(home: Path) -> None:
     (home / "config.toml").write_text('[daemon]\nlink_transport = "tcp"\n')
     relay = await RelayPeer.start(home, BROWY_LINK_TRANSPORT="tcp")
     try:
@@ -82,16 +93,50 @@ async def test_the_tcp_link_needs_the_token_and_serves_the_relay(home: Path) -> 
         endpoint = tcp_endpoint_path(home)
         assert stat.S_IMODE(endpoint.stat().st_mode) == 0o600
         port = orjson.loads(endpoint.read_bytes())["port"]
+
+        async def caller(hello: LinkHello, token: str | None) -> LinkRefusedError:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            stream = LinkStream(reader, writer)
+            try:
+                with pytest.raises(LinkRefusedError) as refused:
+                    await client_handshake(stream, hello, timeout=5, token=token)
+                return refused.value
+            finally:
+                stream.close()
+
+        # Version 1 sent the token in the hello, to whoever listened: never accepted on TCP.
+        v1 = LinkHello(
+            min_version=1, max_version=1, role="cli", origin="", pid=1, package_version="x",
+            token=orjson.loads(endpoint.read_bytes())["token"],
+        )  # fmt: skip
+        assert (await caller(v1, None)).code == "PROTOCOL_MISMATCH"
+        # Version 2 with a wrong token: the daemon's proof does not match it, so the caller
+        # stops before it proves anything.
+        v2 = LinkHello(
+            min_version=2, max_version=2, role="cli", origin="", pid=1, package_version="x",
+            nonce="ab" * 16,
+        )  # fmt: skip
+        wrong = await caller(v2, "not-the-token")
+        assert wrong.code == "ORIGIN_FORBIDDEN" and "prove" in wrong.message
+        # A caller that answers the challenge with a bad proof is refused by the daemon.
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         stream = LinkStream(reader, writer)
-        hello = LinkHello(
-            min_version=1, max_version=1, role="cli", origin="", pid=1, package_version="x",
-            token="not-the-token",
-        )  # fmt: skip
-        with pytest.raises(LinkRefusedError) as refused:
-            await client_handshake(stream, hello, timeout=5)
-        assert refused.value.code == "ORIGIN_FORBIDDEN"
+        stream.send(v2)
+        await stream.drain()
+        challenge = await stream.recv()
+        assert isinstance(challenge, LinkChallenge)
+        stream.send(LinkProof(proof="00" * 32))
+        await stream.drain()
+        refused = await stream.recv()
+        assert isinstance(refused, LinkRefused) and refused.code == "ORIGIN_FORBIDDEN"
         stream.close()
+        # And the real one, as the CLI opens it.
+        os.environ["BROWY_LINK_TRANSPORT"] = "tcp"
+        try:
+            status = await query_daemon(home, "status")
+        finally:
+            del os.environ["BROWY_LINK_TRANSPORT"]
+        assert status["links"] == 1
     finally:
         await relay.kill()
         os.environ["BROWY_LINK_TRANSPORT"] = "tcp"
@@ -99,6 +144,59 @@ async def test_the_tcp_link_needs_the_token_and_serves_the_relay(home: Path) -> 
             stop_daemon(home)
         finally:
             del os.environ["BROWY_LINK_TRANSPORT"]
+
+
+async def test_a_stale_tcp_endpoint_held_by_another_listener_gets_only_a_hello(home: Path) -> None:
+    # link.json names a port that a listener which is not our daemon now holds.
+    received = bytearray()
+    done = asyncio.Event()
+
+    async def squatter(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        received.extend(await reader.read(65536))
+        # It answers like a daemon that skips the proof.
+        writer.write(encode_link(LinkWelcome(version=2, daemon_version="x", daemon_pid=1)))
+        await writer.drain()
+        with contextlib.suppress(ConnectionError):
+            received.extend(await reader.read(65536))
+        writer.close()
+        done.set()
+
+    server = await asyncio.start_server(squatter, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    run = home / "run"
+    run.mkdir(mode=0o700)
+    tcp_endpoint_path(home).write_bytes(orjson.dumps({"port": port, "token": "ours", "pid": 1}))
+    os.environ["BROWY_LINK_TRANSPORT"] = "tcp"
+    try:
+        with pytest.raises(UntrustedDaemon):
+            await open_link(home, role="cli")
+    finally:
+        del os.environ["BROWY_LINK_TRANSPORT"]
+    async with asyncio.timeout(5):
+        await done.wait()
+    server.close()
+    frames = LinkDecoder()
+    frames.feed(bytes(received))
+    events = frames.events()
+    assert len(events) == 1 and isinstance(events[0], LinkHello)  # the hello, nothing more
+    assert events[0].token is None and b"ours" not in received
+
+
+async def test_a_stranger_cannot_make_the_daemon_buffer_a_large_frame_before_the_handshake(
+    home: Path,
+) -> None:
+    await asyncio.to_thread(start_daemon, home)
+    reader, writer = await asyncio.open_unix_connection(str(socket_path(home)))
+    # Announce a 60 MiB frame and start sending it: the daemon refuses at the header.
+    writer.write((60 * 1024 * 1024).to_bytes(4, "little") + b"\x00" * 65536)
+    with contextlib.suppress(ConnectionError):
+        await writer.drain()
+    async with asyncio.timeout(5):
+        rest = await reader.read()  # the daemon closed the link
+    assert rest == b""
+    writer.close()
+    # The daemon still serves.
+    assert (await query_daemon(home, "status"))["pid"] > 0
 
 
 async def test_a_newer_relay_is_refused_clearly_and_the_old_daemon_makes_way(home: Path) -> None:
@@ -121,7 +219,7 @@ async def test_the_link_answers_a_cli_status_and_reports_the_peer_as_our_user(ho
     status = await query_daemon(home, "status")
     assert status["pid"] > 0
     stream, welcome = await open_link(home, role="cli")
-    assert welcome.version == 1
+    assert welcome.version == 2
     assert peer_uid(stream.writer) == os.getuid()
     stream.send(LinkControl(op="status", args={}))
     stream.send(LinkData(b'{"type": "ping", "id": 3}'))
