@@ -168,6 +168,9 @@ class ToolsConfig(_Section):
     # v1 panels cannot answer approval prompts (protocol.md section 3b): page-changing tools run.
     v1_approval_mode: ApprovalMode = "never"
     disabled_tools: tuple[str, ...] = ()
+    # Tools that read the page's secrets (get_cookies, get_storage): "ask" the user every time,
+    # never remembered (a v1 panel cannot answer: refused); "allow" runs them without asking.
+    secret_reads: Literal["ask", "allow"] = "ask"
 
 
 class FilesConfig(_Section):

@@ -70,17 +70,25 @@ class UserAsking:
             await self._scheduler.tell_again(Reclaim(turn_id=ticket.turn_id))
 
     async def approve(
-        self, ticket: TurnTicket, browser: TurnBrowser | None, info: ApprovalRequestInfo
+        self,
+        ticket: TurnTicket,
+        browser: TurnBrowser | None,
+        info: ApprovalRequestInfo,
+        *,
+        shown: dict[str, Any] | None = None,
     ) -> bool:
         entry = self._table.lookup(ticket.session_id)
         if entry is None or ticket.protocol < 2:
             return False
         origin = await browser.origin() if browser is not None else ""
-        if self.prompts.allowed(entry.scope, ticket.session_id, info.tool, origin):
+        if info.remember and self.prompts.allowed(
+            entry.scope, ticket.session_id, info.tool, origin
+        ):
             return True
         approval_id, fut = self.prompts.open_approval(ticket.session_id)
         risk = "high" if self._catalog.is_host_code(info.tool) else "page-changing"
-        shown = mask_secret_args(info.tool, info.args, browser)
+        if shown is None:
+            shown = mask_secret_args(info.tool, info.args, browser)
         try:
             await self._outbox.emit(
                 ticket.session_id,
@@ -99,7 +107,8 @@ class UserAsking:
             return False
         finally:
             self.prompts.close(approval_id)
-        self.prompts.remember(entry.scope, ticket.session_id, info.tool, origin, decision)
+        if info.remember:
+            self.prompts.remember(entry.scope, ticket.session_id, info.tool, origin, decision)
         return bool(decision != "deny")
 
     async def ask_user(self, ticket: TurnTicket, args: AskUserArgs) -> tuple[Any, bool]:

@@ -68,6 +68,10 @@ class ToolCalls:
     def is_page_changing(self, name: str) -> bool:
         return self.catalog.is_page_changing(name)
 
+    def reads_secrets(self, name: str) -> bool:
+        tool = self.catalog.registry.get(name)
+        return bool(tool and tool.reads_secrets)
+
     def bad_arguments(self, name: str, problem: str) -> ToolResultView:
         return ToolResultView(
             outcome="error",
@@ -83,11 +87,23 @@ class ToolCalls:
         name: str,
         args: dict[str, Any],
         call_id: str,
+        *,
+        shown: dict[str, Any] | None = None,
     ) -> ToolResultView:
+        """Run one call through the ToolWorker. ``shown``: the arguments as the user may see
+        them (secrets masked), for an approval card."""
         disabled, host, _ = self._toggles(ticket.session_id)
+        if browser is None and self.catalog.needs_browser(name):
+            # Not offered to this session, asked for anyway: refused before any approval.
+            return ToolResultView(
+                outcome="error",
+                summary=f"{name}: this session may not drive tabs",
+                content_for_model=f"error NO_CAPABILITY: {name} needs a browser tab, and this "
+                "session may not drive one. Use the tools you were given.",
+            )
 
         async def approve(info: ApprovalRequestInfo) -> bool:
-            return await self._asking.approve(ticket, browser, info)
+            return await self._asking.approve(ticket, browser, info, shown=shown)
 
         async def ask(question: AskUserArgs) -> tuple[Any, bool]:
             return await self._asking.ask_user(ticket, question)

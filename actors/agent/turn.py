@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -46,8 +45,7 @@ from actors.model.types import ModelError
 from actors.runtime.live_ref import LiveRef
 from actors.store.chat_store import ChatStore
 from actors.store.chat_turns import TurnStateError
-from actors.tools.masking import mask_secret_args
-from actors.tools.pinned_tab import TurnBrowser
+from actors.tools.masking import masked_tool_calls, secret_view
 from messages.errors import BrowyError, ErrorCode, v1_chat_error_code
 from messages.wire_base import OutboundModel
 from messages.wire_outbound import (
@@ -102,26 +100,6 @@ class _TurnState:
     in_flight: tuple[str, str, bool, float] | None = None
     #: Tool results that found no panel (the connection was going): sent with the turn's end.
     undelivered: list[OutboundModel] = field(default_factory=list)
-
-
-def _masked_calls(raw: Any, calls: list[Any], browser: TurnBrowser | None) -> Any:
-    """The assistant message's ``tool_calls`` as the journal keeps them: arguments typed into
-    secret fields masked (protocol.md section 5). The live call already went to the model."""
-    if not isinstance(raw, list):
-        return raw
-    by_id = {c.id: c for c in calls}
-    out = []
-    for entry in raw:
-        call = by_id.get(entry.get("id")) if isinstance(entry, dict) else None
-        kept = entry
-        if call is not None and call.arguments is not None:
-            masked = mask_secret_args(call.name, call.arguments, browser)
-            if masked is not call.arguments:
-                fn = dict(entry.get("function", {}))
-                fn["arguments"] = json.dumps(masked)
-                kept = {**entry, "function": fn}
-        out.append(kept)
-    return out
 
 
 class _ChatRef:
@@ -322,7 +300,8 @@ async def _loop(
         )
         state.streamed = []
         message = dict(reply.assistant_message)
-        tool_calls = _masked_calls(message.pop("tool_calls", None), reply.tool_calls, browser)
+        raw_calls = message.pop("tool_calls", None)
+        tool_calls = await masked_tool_calls(raw_calls, reply.tool_calls, browser)
         message.pop("role", None)
         message.pop("content", None)
         chat.assistant(ticket.turn_id, reply.text, tool_calls=tool_calls, extra=message or None)
@@ -357,7 +336,7 @@ async def _run_tool(
 ) -> None:
     sid = ticket.session_id
     args = call.arguments if call.arguments is not None else {}
-    masked = mask_secret_args(call.name, args, browser)  # what the panel and journal see
+    masked = await secret_view(call.name, args, browser)  # what the panel and journal see
     shown = trim_args(masked)
     await emit(ChatToolCall(session_id=sid, call_id=call.id, tool=call.name, args=shown))
     await emit(EventActivity(session_id=sid, event="tool_start", tool=call.name, args=shown))
@@ -367,9 +346,16 @@ async def _run_tool(
         result = deps.tools.bad_arguments(call.name, call.arguments_error or "not a JSON object")
     else:
         state.in_flight = (call.id, call.name, page_changing, time.monotonic())
-        result = await deps.tools.run(ticket, browser, call.name, args, call.id)
+        result = await deps.tools.run(ticket, browser, call.name, args, call.id, shown=masked)
         state.in_flight = None
-    chat.tool_result(ticket.turn_id, call.id, result.outcome, result.summary, result.content_text)
+    chat.tool_result(
+        ticket.turn_id,
+        call.id,
+        result.outcome,
+        result.summary,
+        result.content_text,
+        keep=not deps.tools.reads_secrets(call.name),
+    )
     state.tool_calls.append({"callId": call.id, "tool": call.name, "ok": result.outcome == "ok"})
     tool_result = ChatToolResult(
         session_id=sid,

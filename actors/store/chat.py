@@ -29,7 +29,10 @@ from actors.store.chat_turns import (
 from actors.store.chat_views import ChatInfo, build_model_messages, history_rows
 from actors.store.journal import Journal, Redact, StoreError, redact_tree, scan_records
 
-__all__ = ["MEMORY_TURNS", "Chat"]
+__all__ = ["MEMORY_TURNS", "NOT_KEPT", "Chat"]
+
+#: What the journal holds instead of what a secret-reading tool returned.
+NOT_KEPT = "(not kept: what this tool read is not written to disk)"
 
 log = logging.getLogger(__name__)
 
@@ -148,8 +151,11 @@ class Chat:
 
     # --- writing ---
 
-    def _record(self, kind: str, turn_id: str, **fields: Any) -> dict[str, Any]:
-        """Check the turn's state table, then append the record and fold it in."""
+    def _record(
+        self, kind: str, turn_id: str, *, memory: dict[str, Any] | None = None, **fields: Any
+    ) -> dict[str, Any]:
+        """Check the turn's state table, then append the record and fold it in. ``memory``
+        overrides fields in what is folded (held in memory) but not in what is written."""
         if self._deleted:
             raise StoreError(f"chat {self.id!r} was deleted")
         turn = self._by_id.get(turn_id)
@@ -165,7 +171,7 @@ class Chat:
             self._created_ms = now
         # What was written may differ (lone surrogates replaced): fold in exactly that.
         rec = self._journal.append({"k": kind, "t": now, "turn": turn_id, **fields})
-        self._apply(rec)
+        self._apply(rec if memory is None else {**rec, **memory})
         if kind == "begin":
             self._by_id[turn_id].live = True
         return rec
@@ -202,22 +208,33 @@ class Chat:
         self._record("call", turn_id, id=call_id, name=name, args=args, page_changing=page_changing)
 
     def tool_result(
-        self, turn_id: str, call_id: str, outcome: str, summary: str, content_for_model: str
+        self,
+        turn_id: str,
+        call_id: str,
+        outcome: str,
+        summary: str,
+        content_for_model: str,
+        *,
+        keep: bool = True,
     ) -> None:
         """Record a tool's end: ``outcome`` ok | error | unknown, the panel's short summary and
-        the whole content the model gets."""
+        the whole content the model gets. ``keep=False`` (a tool that read secrets: cookies,
+        storage) writes a placeholder instead of the content; the turn's model still gets it."""
+        content = self._text(content_for_model)
         self._record(
             "result",
             turn_id,
             id=call_id,
             outcome=outcome,
             summary=self._text(summary),
-            content=self._text(content_for_model),
+            content=content if keep else NOT_KEPT,
+            memory=None if keep else {"content": content},
         )
 
     def usage(self, turn_id: str, input_tokens: int, output_tokens: int) -> None:
         """Record the tokens of one model call (added to the chat's totals)."""
-        self._record("usage", turn_id, **{"in": input_tokens, "out": output_tokens})
+        counts: dict[str, Any] = {"in": input_tokens, "out": output_tokens}
+        self._record("usage", turn_id, **counts)
 
     async def end_turn(
         self,

@@ -104,6 +104,9 @@ class ToolSettings:
     approval_mode: ApprovalMode = "never"
     v1_approval_mode: ApprovalMode = "never"
     disabled_tools: frozenset[str] = frozenset()
+    #: Cookie and storage reads: ``"ask"`` every time (a v1 panel cannot answer: refused), or
+    #: ``"allow"`` without asking.
+    secret_reads: str = "ask"
 
 
 class ToolCatalog:
@@ -124,6 +127,7 @@ class ToolCatalog:
             enabled_host_tools=enabled_host,
             allow_host_code=settings.allow_host_code,
             approval_mode=settings.approval_mode if protocol >= 2 else settings.v1_approval_mode,
+            allow_secret_reads=settings.secret_reads == "allow",
         )
 
     def definitions(
@@ -137,6 +141,10 @@ class ToolCatalog:
             )
 
         return self.registry.definitions(policy, keep)
+
+    def needs_browser(self, name: str) -> bool:
+        """Is ``name`` a tool that acts on a browser tab (not offered to a session without one)?"""
+        return self.registry.get(name) is not None and name not in HOST_SIDE_TOOLS
 
     def is_host_code(self, name: str) -> bool:
         tool = self.registry.get(name)

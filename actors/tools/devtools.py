@@ -154,25 +154,37 @@ def register_devtools_tools(reg: Registry) -> None:
             for r in items
         ]
         return ToolOutput(
-            content="\n".join(lines) or "(no requests captured yet)",
+            content=untrusted("\n".join(lines)) if lines else "(no requests captured yet)",
             summary=f"{len(items)} requests",
         )
 
     @reg.register(
-        "get_cookies", "Cookies for the current page (or a URL).", CookiesArgs, page_changing=False
+        "get_cookies",
+        "Cookies for the current page (or a URL): names, domains and flags; the user is asked "
+        "every time. Values of httpOnly cookies are never shown.",
+        CookiesArgs,
+        page_changing=False,
+        reads_secrets=True,
     )
     async def get_cookies(args: CookiesArgs, ctx: ToolContext) -> ToolOutput:
         url = args.url or await current_url(ctx)
         res = await ctx.page().send("Network.getCookies", {"urls": [url]}, timeout=ctx.timeout)
         cookies = [c for c in res.get("cookies", []) if not args.name or c["name"] == args.name]
         lines = [
-            f"{c['name']}={str(c.get('value', ''))[:200]} (domain {c.get('domain')}, "
-            f"path {c.get('path')}{', httpOnly' if c.get('httpOnly') else ''}"
-            f"{', secure' if c.get('secure') else ''})"
+            # httpOnly cookies are the ones page script may not read (session cookies): their
+            # values never reach the model (a prompt-injected page plus navigate would leak them).
+            f"{c['name']}="
+            + (
+                "(httpOnly: value not shown)"
+                if c.get("httpOnly")
+                else str(c.get("value", ""))[:200]
+            )
+            + f" (domain {c.get('domain')}, path {c.get('path')}"
+            f"{', httpOnly' if c.get('httpOnly') else ''}{', secure' if c.get('secure') else ''})"
             for c in cookies
         ]
         return ToolOutput(
-            content="\n".join(lines) or "(no cookies)",
+            content=untrusted("\n".join(lines)) if lines else "(no cookies)",
             summary=f"{len(cookies)} cookies",
             data={"names": [c["name"] for c in cookies]},
         )
@@ -208,9 +220,10 @@ def register_devtools_tools(reg: Registry) -> None:
 
     @reg.register(
         "get_storage",
-        "Read localStorage or sessionStorage of the current page.",
+        "Read localStorage or sessionStorage of the current page (the user is asked every time).",
         StorageArgs,
         page_changing=False,
+        reads_secrets=True,
     )
     async def get_storage(args: StorageArgs, ctx: ToolContext) -> ToolOutput:
         store = f"{args.kind}Storage"

@@ -2,7 +2,7 @@
 // form state is what counts). forms.py sends this file with each call and then calls one of
 // FORMS.<name>(...). `find` returns {el, group} or {error, fields}; a radio group is one field
 // whose options are its radios. Secret values never leave the page (protocol.md section 5).
-const SECRET = /pass|card.?num|cc-?(num|csc|exp)|cvc|cvv|csc|security.?code/i;
+/*BROWY_SECRET_RULE*/
 const squash = (s) => String(s || '').replace(/\s+/g, ' ').trim();
 const formOf = (sel) => {
   if (sel) {
@@ -32,8 +32,7 @@ const labelOf = (el) => {
   }
   return squash(el.getAttribute('aria-label') || el.placeholder || el.title || '');
 };
-const secret = (el) => el.type === 'password' || SECRET.test(el.autocomplete || '') ||
-  SECRET.test(el.name || '') || SECRET.test(el.id || '');
+const secret = (el) => isSecretField(el);
 const kind = (el) => el.tagName === 'SELECT' ? (el.multiple ? 'select-multiple' : 'select')
   : el.tagName === 'TEXTAREA' ? 'textarea' : el.tagName === 'BUTTON' ? 'button'
   : (el.type || 'text');
@@ -78,6 +77,12 @@ const setValue = (el, v) => {
 };
 
 const FORMS = {
+  // Which of these field keys (names, ids or labels, as fill_form takes them) are secrets.
+  secretKeys: (sel, keys) => {
+    let root;
+    try { root = formOf(sel); } catch (e) { return keys.map(() => null); }
+    return keys.map((k) => { const f = find(root, k); return f.el ? secret(f.el) : null; });
+  },
   extract: (sel, limit) => {
     const roots = sel ? [formOf(sel)] : (document.forms.length ? Array.from(document.forms)
       : [document.body]);

@@ -29,17 +29,24 @@ from pydantic import Field
 
 from actors.tools.keys import key_events
 from actors.tools.registry import Registry
+from actors.tools.secret_rule import with_rule
 from actors.tools.shared import cut, evaluate, loader_id, untrusted, wait_loaded
 from actors.tools.tool_def import TabSession, ToolArgs, ToolContext, ToolError, ToolOutput
 
-__all__ = ["ExtractFormArgs", "FillFormArgs", "SubmitFormArgs", "register_form_tools"]
+__all__ = [
+    "ExtractFormArgs",
+    "FillFormArgs",
+    "SubmitFormArgs",
+    "forms_call",
+    "register_form_tools",
+]
 
 _TEXT_LIMIT = 20_000
 
-_FORMS_JS = resources.files("actors.tools").joinpath("forms.js").read_text("utf-8")
+_FORMS_JS = with_rule(resources.files("actors.tools").joinpath("forms.js").read_text("utf-8"))
 
 
-def _call(fn: str, *args: Any) -> str:
+def forms_call(fn: str, *args: Any) -> str:
     """An expression calling ``FORMS.<fn>`` of ``forms.js`` on JSON ``args``."""
     call = f"FORMS.{fn}({', '.join(json.dumps(a) for a in args)})"
     return f"(() => {{ {_FORMS_JS}\n return {call}; }})()"
@@ -106,7 +113,7 @@ async def _fill_one(
 ) -> tuple[bool, str]:
     cdp = ctx.page()
     prep = await evaluate(
-        cdp, _call("prepare", form, key, value), page_changing=True, timeout=ctx.timeout
+        cdp, forms_call("prepare", form, key, value), page_changing=True, timeout=ctx.timeout
     )
     if prep.get("error"):
         extra = prep.get("fields") or prep.get("options")
@@ -117,14 +124,21 @@ async def _fill_one(
         label = str(prep["label"])
         if prep["click"] is not None:
             await _click(cdp, prep["click"]["x"], prep["click"]["y"], ctx.timeout)
-        check = await evaluate(cdp, _call("finish", form, key, value, label), timeout=ctx.timeout)
+        check = await evaluate(
+            cdp, forms_call("finish", form, key, value, label), timeout=ctx.timeout
+        )
         if check.get("ok"):
             return True, label
         # Covered or custom-styled: a script click still toggles it the way the page expects.
         await evaluate(
-            cdp, _call("scriptClick", form, key, label), page_changing=True, timeout=ctx.timeout
+            cdp,
+            forms_call("scriptClick", form, key, label),
+            page_changing=True,
+            timeout=ctx.timeout,
         )
-        check = await evaluate(cdp, _call("finish", form, key, value, label), timeout=ctx.timeout)
+        check = await evaluate(
+            cdp, forms_call("finish", form, key, value, label), timeout=ctx.timeout
+        )
         return bool(check.get("ok")), f"{label} (script click)"
     text = str(value)
     if text:
@@ -133,7 +147,7 @@ async def _fill_one(
         for ev in key_events("Backspace"):
             await cdp.send("Input.dispatchKeyEvent", ev, page_changing=True, timeout=ctx.timeout)
     check = await evaluate(
-        cdp, _call("finish", form, key, text, ""), page_changing=True, timeout=ctx.timeout
+        cdp, forms_call("finish", form, key, text, ""), page_changing=True, timeout=ctx.timeout
     )
     # Secrets are typed, never echoed (protocol.md section 5).
     shown = "(hidden)" if prep.get("secret") else f"{len(text)} characters"
@@ -176,7 +190,7 @@ def register_form_tools(reg: Registry) -> None:
     async def extract_form(args: ExtractFormArgs, ctx: ToolContext) -> ToolOutput:
         try:
             forms = await evaluate(
-                ctx.page(), _call("extract", args.form, args.limit), timeout=ctx.timeout
+                ctx.page(), forms_call("extract", args.form, args.limit), timeout=ctx.timeout
             )
         except ToolError as exc:
             raise _form_error(exc) from None
@@ -233,7 +247,7 @@ def register_form_tools(reg: Registry) -> None:
         cdp = ctx.page()
         try:
             target = await evaluate(
-                cdp, _call("submitTarget", args.form, args.button), timeout=ctx.timeout
+                cdp, forms_call("submitTarget", args.form, args.button), timeout=ctx.timeout
             )
         except ToolError as exc:
             raise _form_error(exc) from None
@@ -246,7 +260,7 @@ def register_form_tools(reg: Registry) -> None:
             how = f"clicked {json.dumps(target['button'])}"
         else:
             await evaluate(
-                cdp, _call("requestSubmit", args.form), page_changing=True, timeout=ctx.timeout
+                cdp, forms_call("requestSubmit", args.form), page_changing=True, timeout=ctx.timeout
             )
             how = "called requestSubmit()"
         href, title, navigated = await _await_navigation(ctx, loader, url_before, args.timeout)

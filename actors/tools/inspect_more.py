@@ -34,6 +34,7 @@ from actors.tools.files import FileSandbox
 from actors.tools.page import ActionResult, PageTools
 from actors.tools.page_types import _WORLD_NAME
 from actors.tools.registry import Registry
+from actors.tools.secret_rule import name_is_secret
 from actors.tools.shared import cut, untrusted
 from actors.tools.tool_def import ToolArgs, ToolContext, ToolError, ToolOutput
 from messages.errors import ErrorCode
@@ -41,7 +42,6 @@ from messages.errors import ErrorCode
 __all__ = ["IndexBrowser", "element_object", "register_inspect_tools", "register_more_tools"]
 
 _GROUP = "browy-tools"
-_SECRET_NAME = re.compile(r"pass|card.?num|cvc|cvv|csc|security.?code", re.IGNORECASE)
 _SKIP_ROLES = {"generic", "none", "LineBreak", "presentation", "ignored", "LabelText"}
 #: Never listed, nor their subtrees: a text field's inner editor repeats (and would leak) its value.
 _PRUNE_ROLES = {"InlineTextBox"}
@@ -162,7 +162,7 @@ def _ax_line(node: dict[str, Any], depth: int) -> str | None:
     if value not in (None, ""):
         # Secrets are masked (protocol.md section 5): Chromium already shows password values
         # as bullets; card and CVC fields are recognised by their accessible name.
-        shown = "••••" if _SECRET_NAME.search(name) else str(value)[:200]
+        shown = "••••" if name_is_secret(name) else str(value)[:200]
         parts.append(f"= {json.dumps(shown, ensure_ascii=False)}")
     for prop in node.get("properties", []):
         pname, pval = prop.get("name"), (prop.get("value") or {}).get("value")

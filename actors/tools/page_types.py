@@ -14,13 +14,14 @@ from importlib import resources
 from typing import Literal
 
 from actors.tools.cdp import CdpError, ErrorCode
+from actors.tools.secret_rule import with_rule
 from messages.errors import BrowyError
 
 __all__ = ["ActionResult", "ElementNotVisible", "ElementPoint", "Scope", "Snapshot"]
 
 Scope = Literal["viewport", "all"]
 
-_SNAPSHOT_JS = resources.files("actors.tools").joinpath("snapshot.js").read_text("utf-8")
+_SNAPSHOT_JS = with_rule(resources.files("actors.tools").joinpath("snapshot.js").read_text("utf-8"))
 _WORLD_NAME = "browy"
 _ALLOWED_SCHEMES = ("http:", "https:")
 

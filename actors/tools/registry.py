@@ -124,6 +124,7 @@ class Registry:
         page_changing: bool,
         host_code: bool = False,
         retry_on_timeout: bool | None = None,
+        reads_secrets: bool = False,
     ) -> Callable[[RunFn], RunFn]:
         """Decorator form: ``@registry.register("navigate", "...", NavigateArgs,
         page_changing=True)`` over ``async def run(args, ctx) -> ToolOutput``."""
@@ -138,6 +139,7 @@ class Registry:
                     page_changing=page_changing,
                     host_code=host_code,
                     retry_on_timeout=retry_on_timeout,
+                    reads_secrets=reads_secrets,
                 )
             )
             return fn
@@ -233,7 +235,12 @@ class Registry:
             return fail(ErrorCode.INVALID_MESSAGE, _format_validation(name, exc))
 
         if ctx.policy.needs_approval(tool):
-            info = ApprovalRequestInfo(tool=name, args=data, summary=f"{name} {_short(data)}")
+            info = ApprovalRequestInfo(
+                tool=name,
+                args=data,
+                summary=f"{name} {_short(data)}",
+                remember=not tool.reads_secrets,
+            )
             allowed = ctx.approve is not None and await ctx.approve(info)
             if not allowed:
                 return fail(ErrorCode.APPROVAL_DENIED, f"the user did not allow {name}")

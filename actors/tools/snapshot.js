@@ -60,7 +60,7 @@
   const VALUED = new Set(['combobox', 'listbox', 'textbox', 'searchbox', 'spinbutton', 'slider',
     'password', 'file', 'date', 'datetime', 'month', 'week', 'time', 'color']);
   const MASK = '••••';
-  const SECRET_NAME = /card.?num|cc.?num|cardno|credit.?card|\bcvc|\bcvv|\bcsc|security.?code/i;
+  /*BROWY_SECRET_RULE*/
 
   const rand = new Uint8Array(6);
   crypto.getRandomValues(rand);
@@ -187,11 +187,7 @@
   }
 
   function isSecret(el, tag) {
-    if (tag !== 'INPUT' && tag !== 'TEXTAREA') return false;
-    if (el.type === 'password') return true;
-    const ac = (el.getAttribute('autocomplete') || '').toLowerCase();
-    if (/\bcc-(number|csc)\b/.test(ac)) return true;
-    return SECRET_NAME.test((el.name || '') + ' ' + (el.id || ''));
+    return (tag === 'INPUT' || tag === 'TEXTAREA') && isSecretField(el);
   }
 
   function valueOf(el, tag, role) {

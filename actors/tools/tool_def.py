@@ -102,6 +102,9 @@ class ToolPolicy:
     allow_host_code: bool = False  # the host's own config, never a v1 toggle
     approval_mode: ApprovalMode = "never"
     allow_file_urls: bool = False  # protocol.md section 5, "URLs"
+    #: Tools that read secrets (cookies, storage) run without asking only when the host's
+    #: config says so (``[tools] secret_reads = "allow"``); else the user is asked every time.
+    allow_secret_reads: bool = False
 
     def blocked(self, tool: ToolDef) -> str | None:
         """Why ``tool`` may not run, or None when it may."""
@@ -114,6 +117,8 @@ class ToolPolicy:
         return None
 
     def needs_approval(self, tool: ToolDef) -> bool:
+        if tool.reads_secrets:
+            return not self.allow_secret_reads  # whatever the approval mode
         return self.approval_mode == "always" or (
             self.approval_mode == "page-changing" and (tool.page_changing or tool.host_code)
         )
@@ -126,6 +131,9 @@ class ApprovalRequestInfo:
     tool: str
     args: dict[str, Any]
     summary: str
+    #: False for tools that read secrets: asked every time, never remembered for the session
+    #: or the site (``allow_session`` / ``allow_site`` count as this call only).
+    remember: bool = True
 
 
 @runtime_checkable
@@ -192,6 +200,8 @@ class ToolDef:
     run: RunFn
     page_changing: bool
     host_code: bool = False
+    #: Reads secrets of the page (cookies, storage): asked about every time (ToolPolicy).
+    reads_secrets: bool = False
     #: May a failed attempt be retried once on REQUEST_TIMEOUT? Default: reads only.
     retry_on_timeout: bool | None = None
 

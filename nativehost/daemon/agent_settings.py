@@ -45,6 +45,7 @@ def agent_settings(home: Path, config: Config, version: str) -> AgentSettings:
         allow_host_code=config.tools.allow_host_code,
         approval_mode=config.tools.approval_mode,
         v1_approval_mode=config.tools.v1_approval_mode,
+        secret_reads=config.tools.secret_reads,
         allow_local_clients=config.daemon.allow_local_clients,
         disabled_tools=frozenset(config.tools.disabled_tools),
         version=version,

@@ -42,7 +42,7 @@ from actors.link.listener import Listener
 from actors.runtime.actor import ActorRef
 from actors.runtime.errors import ActorError
 from actors.runtime.live_ref import LiveRef
-from actors.runtime.logger import LogSink
+from actors.runtime.logger import LogSink, redact
 from actors.runtime.ref import Ref
 from actors.store.chat_store import ChatStore
 from messages.link import (
@@ -91,6 +91,8 @@ class DaemonServer:
         self._handlers: set[asyncio.Task[None]] = set()
         self._observer = observer
         chat_store = store or ChatStore(home / "sessions")
+        if chat_store.redact is None:
+            chat_store.redact = redact  # secrets never reach the journal, as the log
         turns = TurnsSupervisor(observer)
         self.agent = agent = build_agent(
             agent_settings(home, config, version),

@@ -59,6 +59,14 @@ EDITABLE: dict[str, dict[str, Any]] = {
     "retention.max_age_days": {"type": "integer", "title": "Days chats are kept"},
 }
 READ_ONLY: dict[str, dict[str, Any]] = {
+    "tools.secret_reads": {
+        "type": "string",
+        "enum": ["ask", "allow"],
+        "title": "Cookie and storage reads (read-only here)",
+        "readOnly": True,
+        "description": "ask: every time; allow: without asking. Change it from a terminal: "
+        "browy config set tools.secret_reads allow",
+    },
     "tools.allow_host_code": {
         "type": "boolean",
         "title": "Host code (read-only here)",

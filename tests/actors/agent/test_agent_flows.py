@@ -348,16 +348,32 @@ async def test_a_local_client_drives_the_connected_browser_when_the_config_allow
 
 
 async def test_a_local_client_may_not_drive_the_browser_by_default(home: Path) -> None:
-    async with DaemonHarness(home, [{"text": "ok"}]) as h:
-        browser = await h.peer(browser=FakeTab())
+    # The trust boundary (architecture.md section 7): a same-user process may open a cli (or
+    # mcp) link, but without [daemon] allow_local_clients it gets no browser access at all.
+    async with DaemonHarness(home, NAV_SCRIPT) as h:
+        tab = FakeTab()
+        browser = await h.peer(browser=tab)
         await browser.hello(1)
-        cli = await h.peer(role="cli")
-        await cli.hello(2, install_id="cli")
-        await cli.send(
-            {"type": "session.start", "sessionId": "cli-1", "capabilities": ["cdp.activeTab"]}
-        )
-        ready, _ = await cli.until("session.ready")
-        assert ready["capabilities"] == []
+        await browser.start("sp-1", tabs=True)
+        for role in ("cli", "mcp"):
+            client = await h.peer(role=role)
+            await client.hello(2, install_id=role)
+            sid = f"{role}-1"
+            await client.send(
+                {"type": "session.start", "sessionId": sid, "capabilities": ["cdp.activeTab"]}
+            )
+            ready, _ = await client.until("session.ready")
+            assert ready["capabilities"] == []
+            await client.send({"type": "chat.send", "sessionId": sid, "text": "open it"})
+            _, _, seen = await client.turn_end(sid)
+            results = [m for m in seen if m["type"] == "chat.tool_result"]
+            assert results and not any(m["ok"] for m in results)
+            if role == "cli":
+                h.model.extend(NAV_SCRIPT)  # the same turn again, for the mcp client
+        offered = {t["function"]["name"] for t in h.model.requests[0]["tools"]}
+        assert "navigate" not in offered and "inspect_page" not in offered
+        assert browser.browser_calls == []  # not one cdp.send or tab.* reached the browser
+        assert tab.url == "https://example.test/"
 
 
 async def test_the_options_page_reads_and_saves_settings_all_or_nothing(home: Path) -> None:

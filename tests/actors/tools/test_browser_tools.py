@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from actors.tools.catalog import default_registry
 from actors.tools.files import FileSandbox
 from actors.tools.keys import key_events
 from actors.tools.registry import Registry
-from actors.tools.tool_def import ToolContext, ToolError
+from actors.tools.tool_def import ApprovalRequestInfo, ToolContext, ToolError
 from messages.errors import ErrorCode
 from tests.helpers.cdp_ws import CdpWsSession, WsTab
 from tests.helpers.chromium import Chromium, PageServer, chromium_available
@@ -131,8 +132,24 @@ async def test_cookies_can_be_set_and_read(
 ) -> None:
     await reg.run("navigate", {"url": site.url("page.html")}, ctx)
     assert (await reg.run("set_cookie", {"name": "flavour", "value": "oat"}, ctx)).ok
-    out = await reg.run("get_cookies", {}, ctx)
+    assert (
+        await reg.run("set_cookie", {"name": "sid", "value": "s3cr3t", "http_only": True}, ctx)
+    ).ok
+    # A cookie read asks every time: with nobody to ask, it is refused.
+    refused = await reg.run("get_cookies", {}, ctx)
+    assert refused.error_code is ErrorCode.APPROVAL_DENIED
+    asked: list[str] = []
+
+    async def approve(info: ApprovalRequestInfo) -> bool:
+        asked.append(info.tool)
+        return not info.remember  # a secret read is never to be remembered
+
+    allowed = replace(ctx, approve=approve)
+    out = await reg.run("get_cookies", {}, allowed)
+    assert asked == ["get_cookies"]
     assert "flavour=oat" in str(out.content_for_model)
+    assert "sid=(httpOnly: value not shown)" in str(out.content_for_model)
+    assert "s3cr3t" not in str(out.content_for_model)  # httpOnly: never shown to the model
     seen = await reg.run("evaluate_js", {"code": "document.cookie"}, ctx)
     assert "flavour=oat" in str(seen.content_for_model)
 
