@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import IO
 
 from actors.runtime.errors import ActorError
+from actors.runtime.redaction import redact
 from actors.runtime.thread_actor import ThreadActor, ThreadHandle, start_thread_actor
 from actors.runtime.threaded import ThreadedRef, spawn_threaded
 
@@ -47,52 +47,9 @@ __all__ = [
     "LoggingHandle",
     "WriteLines",
     "install_logging",
-    "redact",
 ]
 
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
-REDACTED = "[REDACTED]"
-
-_KEYS = (
-    r"api[_-]?key|x-api-key|authorization|proxy-authorization|cookie|set-cookie"
-    r"|access[_-]?token|refresh[_-]?token|id[_-]?token|client[_-]?secret|password|secret|token"
-)
-# Order matters: quoted fields first, so the header rule does not eat a JSON line's remainder.
-_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    # "apiKey": "...", 'cookie': '...'  (JSON and Python reprs)
-    (
-        re.compile(
-            rf"""(?P<q>["'])(?P<k>{_KEYS})(?P=q)(?P<sep>\s*[:=]\s*)"""
-            r"""(?P<v>["'])(?:\\.|(?!(?P=v)).)*(?P=v)""",
-            re.IGNORECASE,
-        ),
-        rf"\g<q>\g<k>\g<q>\g<sep>\g<v>{REDACTED}\g<v>",
-    ),
-    # Header lines: the whole value up to the end of the line.
-    (
-        re.compile(
-            r"\b(?P<k>authorization|proxy-authorization|cookie|set-cookie|x-api-key)"
-            r"(?P<sep>\s*:\s*)[^\r\n]+",
-            re.IGNORECASE,
-        ),
-        rf"\g<k>\g<sep>{REDACTED}",
-    ),
-    # api_key=..., token=... in query strings and key=value logs.
-    (
-        re.compile(rf"\b(?P<k>{_KEYS})=(?P<v>[^\s&\"',;]+)", re.IGNORECASE),
-        rf"\g<k>={REDACTED}",
-    ),
-    (re.compile(r"\bBearer\s+[A-Za-z0-9\-._~+/]+=*", re.IGNORECASE), f"Bearer {REDACTED}"),
-    # OpenAI (sk-..., sk-proj-...) and Anthropic (sk-ant-...) keys, wherever they appear.
-    (re.compile(r"\bsk-[A-Za-z0-9][A-Za-z0-9_\-]{12,}"), f"sk-{REDACTED}"),
-)
-
-
-def redact(text: str) -> str:
-    """Return ``text`` with every secret this module knows replaced by ``[REDACTED]``."""
-    for pattern, replacement in _RULES:
-        text = pattern.sub(replacement, text)
-    return text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -273,7 +273,7 @@ class Journal:
             raise StoreError(f"cannot delete {self.path.name}: {exc}") from exc
 
 
-#: Replaces the secrets in a string (the daemon's log redaction, :mod:`actors.runtime.logger`).
+#: Replaces the secrets in a string (the log redaction, :mod:`actors.runtime.redaction`).
 Redact = Callable[[str], str]
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from actors.runtime.logger import Flush, Logger, WriteLines, install_logging, redact
+from actors.runtime.logger import Flush, Logger, WriteLines, install_logging
+from actors.runtime.redaction import redact
 from actors.runtime.thread_actor import start_thread_actor
 
 
