@@ -5,10 +5,8 @@ Rules:
 * **stdout is the protocol** (native messaging frames), so nothing here touches fd 1: the file
   handler writes the log file only, and its ``handleError`` is silent (the stdlib one prints to
   stderr, and a logging call must never raise into the code that logged).
-* **Secrets never reach the disk.** Every line goes through ``redact`` on the Logger's thread:
-  API keys (``sk-...``, ``sk-ant-...``), ``Bearer`` tokens, ``Authorization``/``Cookie``/
-  ``Set-Cookie`` header values, ``apiKey``/``api_key``/``cookie``/token fields in JSON, dict
-  reprs and query strings.
+* **Secrets never reach the disk.** Every line goes through
+  :func:`actors.runtime.redaction.redact` on the Logger's thread (what it knows is listed there).
 * **Whole lines, appended.** Each record is one ``write`` of complete lines to a file opened for
   append, so two processes appending to one file (a relay) never interleave half-lines.
 * **Rotation** (only the daemon rotates; relays pass ``rotate=False``): before a write that would
