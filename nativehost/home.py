@@ -10,13 +10,19 @@ folder (architecture.md section 6)::
     logs/host.log      log (+ host.log.1)
     run/               0700: lock, pid file, socket (when its path is short enough), link token
 
-This module is imported by the relay, so it must stay light: standard library only.
+Every file is 0600 and every directory 0700, whatever the umask: they are all made through
+:mod:`actors.runtime.private_files`.
+
+This module is imported by the relay, so it must stay light: standard library only (and
+:mod:`actors.runtime.private_files`, which is).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from actors.runtime.private_files import private_dir
 
 __all__ = [
     "MAX_UNIX_SOCKET_PATH",
@@ -48,10 +54,9 @@ def log_dir(home: Path) -> Path:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create *path* (and parents) and make it 0700, owned by us. Returns *path*."""
-    path.mkdir(parents=True, exist_ok=True)
-    os.chmod(path, 0o700)
-    return path
+    """Create *path* and its missing parents, each 0700 whatever the umask, and make *path* 0700.
+    Returns *path* (:func:`actors.runtime.private_files.private_dir`)."""
+    return private_dir(path)
 
 
 def _runtime_root() -> Path:

@@ -7,6 +7,8 @@ Rules:
   stderr, and a logging call must never raise into the code that logged).
 * **Secrets never reach the disk.** Every line goes through
   :func:`actors.runtime.redaction.redact` on the Logger's thread (what it knows is listed there).
+* **Private.** The file is 0600 and its directory 0700, whatever the umask
+  (:mod:`actors.runtime.private_files`).
 * **Whole lines, appended.** Each record is one ``write`` of complete lines to a file opened for
   append, so two processes appending to one file (a relay) never interleave half-lines.
 * **Rotation** (only the daemon rotates; relays pass ``rotate=False``): before a write that would
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import IO
 
 from actors.runtime.errors import ActorError
+from actors.runtime.private_files import open_private_append, private_dir
 from actors.runtime.redaction import redact
 from actors.runtime.thread_actor import ThreadActor, ThreadHandle, start_thread_actor
 from actors.runtime.threaded import ThreadedRef, spawn_threaded
@@ -75,7 +78,7 @@ class Logger(ThreadActor[WriteLines | Flush]):
         self._size = 0
 
     def on_start(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         self._open()
 
     def on_stop(self) -> None:
@@ -100,7 +103,7 @@ class Logger(ThreadActor[WriteLines | Flush]):
 
     def _open(self) -> None:
         # Unbuffered append: each record reaches the OS in one write(2) with O_APPEND.
-        self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 - closed in on_stop
+        self._file = open_private_append(self.path)
         self._size = os.fstat(self._file.fileno()).st_size
 
     def _rotate(self) -> None:
@@ -160,7 +163,7 @@ class LogSink:
     def write_now(self, text: str) -> None:
         """Append one record on the caller's thread (no Logger running)."""
         data = (redact(text).rstrip("\n") + "\n").encode("utf-8", "backslashreplace")
-        with self._lock, open(self.path, "ab", buffering=0) as fh:
+        with self._lock, open_private_append(self.path) as fh:
             fh.write(data)
 
     def close(self, timeout: float = 5.0) -> None:

@@ -39,6 +39,7 @@ from typing import Any
 
 import msgpack
 
+from actors.runtime.private_files import open_private, private_dir
 from messages.errors import LocalError
 
 __all__ = [
@@ -213,10 +214,9 @@ class Journal:
             parent = self.path.parent
             missing = [p for p in (parent.parent, parent) if not p.exists()]
             try:
-                parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                private_dir(parent)
                 existed = self.path.exists()
-                flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-                self._fd = os.open(self.path, flags, 0o600)
+                self._fd = open_private(self.path, os.O_WRONLY | os.O_APPEND)
             except OSError as exc:
                 raise StoreError(f"cannot open {self.path.name}: {exc}") from exc
             # A new file (or directory) is durable only once its directory entry is synced.

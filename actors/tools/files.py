@@ -7,6 +7,7 @@ followed — to a place outside ``data/files/``. Writes are atomic (a temporary 
 ``os.replace``) and bounded by ``max_file_bytes`` from the config.
 
 Notes are a small JSON object ``{key: value}`` in ``data/notes.json``, written atomically.
+Everything written here is private: files 0600, folders 0700 (:mod:`actors.runtime.private_files`).
 
 Tools: ``save_file read_file list_files delete_file note_set note_get note_list note_delete``,
 and the host tools ``write_file grep glob`` (only when ``enabledHostTools`` names them; protocol.md
@@ -27,6 +28,7 @@ from typing import Any
 
 from pydantic import Field
 
+from actors.runtime.private_files import private_dir
 from actors.tools.registry import Registry
 from actors.tools.tool_def import ToolArgs, ToolContext, ToolError, ToolOutput
 from messages.errors import ErrorCode
@@ -39,8 +41,8 @@ _MAX_LIST = 500
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    private_dir(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)  # 0600, whatever the umask
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -75,7 +77,7 @@ class FileSandbox:
             raise ToolError(f"path {rel!r} is absolute; give a path relative to the files folder")
         if ".." in pure.parts:
             raise ToolError(f"path {rel!r} contains '..'; it must stay inside the files folder")
-        self.root.mkdir(parents=True, exist_ok=True)
+        private_dir(self.root)
         root = self.root.resolve()
         target = (root / pure).resolve()  # follows symlinks: a link pointing out is caught here
         if target != root and root not in target.parents:
@@ -142,7 +144,7 @@ class FileSandbox:
     def glob(self, pattern: str) -> list[str]:
         if pattern.startswith("/") or ".." in PurePosixPath(pattern).parts:
             raise ToolError("the pattern must be relative and must not contain '..'")
-        self.root.mkdir(parents=True, exist_ok=True)
+        private_dir(self.root)
         root = self.root.resolve()
         out = []
         for p in sorted(root.glob(pattern)):

@@ -7,9 +7,8 @@ import os
 import signal
 import struct
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,6 +21,7 @@ from tests.helpers.native_peer import (
     RelayPeer,
     daemon_pid,
     kill_daemon,
+    play_browser,
     wait_for,
 )
 
@@ -196,40 +196,6 @@ async def test_the_relay_gives_up_and_exits_when_no_daemon_can_start(home: Path)
         assert await relay.wait_exit(timeout=20.0) != 0
     finally:
         await relay.kill()
-
-
-async def play_browser(
-    peer: RelayPeer, *, until: Callable[[dict[str, Any]], bool] | None = None, **wait: Any
-) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """Answer the turn's browser calls (an active tab; CDP commands fail as unsupported) until a
-    frame matches *until*, or, without it, until ``wait["when"]()`` holds. Returns that frame
-    (or None) and the other frames seen."""
-    seen: list[dict[str, Any]] = []
-    tab = {"tabId": 1, "url": "https://example.test/", "title": "Example", "windowId": 1}
-    async with asyncio.timeout(15.0):
-        while True:
-            if until is None and wait["when"]():
-                return None, seen
-            try:
-                msg = await peer.recv(timeout=0.1)
-            except TimeoutError:
-                continue
-            kind = msg.get("type")
-            if until is not None and until(msg):
-                return msg, seen
-            if kind in ("tab.getActive", "cdp.send"):
-                answer: dict[str, Any] = {
-                    "type": "tool.result",
-                    "sessionId": msg["sessionId"],
-                    "callId": msg["callId"],
-                }
-                if kind == "tab.getActive":
-                    answer.update(ok=True, result=tab)
-                else:
-                    answer.update(ok=False, error=f"{msg.get('method')} is not supported here")
-                await peer.send(answer)
-            else:
-                seen.append(msg)
 
 
 async def test_a_v1_panel_gets_one_end_when_the_daemon_dies_and_then_its_relay(home: Path) -> None:
