@@ -7,7 +7,8 @@ folder (architecture.md section 6)::
     data/files/        sandbox of the file tools
     data/notes.json    notes
     sessions/          chat journals
-    logs/host.log      log (+ host.log.1)
+    logs/host.log      the daemon's log (+ host.log.1)
+    logs/relay.log     the relays' log (+ relay.log.1; the daemon rotates it too)
     run/               0700: lock, pid file, socket (when its path is short enough), link token
 
 Every file is 0600 and every directory 0700, whatever the umask: they are all made through
@@ -28,7 +29,9 @@ __all__ = [
     "MAX_UNIX_SOCKET_PATH",
     "browy_home",
     "ensure_private_dir",
+    "host_log",
     "log_dir",
+    "relay_log",
     "run_dir",
     "socket_path",
 ]
@@ -51,6 +54,16 @@ def run_dir(home: Path) -> Path:
 
 def log_dir(home: Path) -> Path:
     return home / "logs"
+
+
+def host_log(home: Path) -> Path:
+    """The daemon's log; the daemon rotates it (``host.log.1``)."""
+    return log_dir(home) / "host.log"
+
+
+def relay_log(home: Path) -> Path:
+    """The log every relay appends to; the daemon rotates it too (``relay.log.1``)."""
+    return log_dir(home) / "relay.log"
 
 
 def ensure_private_dir(path: Path) -> Path:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from actors.runtime.private_files import write_private
 from nativehost.daemon.instance import is_running, pid_path, read_pid, try_lock
-from nativehost.home import browy_home, ensure_private_dir, log_dir
+from nativehost.home import browy_home, ensure_private_dir, host_log, log_dir, relay_log
 from nativehost.link import query_daemon
 
 __all__ = [
@@ -119,7 +119,7 @@ def run_daemon(home: Path | None = None, *, idle_exit_s: float | None = None) ->
         from nativehost.config import load_config
         from nativehost.daemon.server import DaemonServer
 
-        logging_handle = install_logging(log_dir(home) / "host.log")
+        logging_handle = install_logging(host_log(home), others=(relay_log(home),))
         try:
             config = load_config(home)
             if idle_exit_s is not None:

@@ -4,6 +4,7 @@ rules themselves: test_redaction.py)."""
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,35 @@ def test_the_logging_handler_never_raises_or_prints_after_close(
     out, err = capfd.readouterr()
     assert out == ""
     assert err == ""
+
+
+def test_an_appending_logger_writes_to_the_new_file_once_its_file_was_rotated(
+    tmp_path: Path,
+) -> None:
+    # The daemon renames relay.log to relay.log.1 while a relay has it open: the relay's next
+    # line goes to a new relay.log, not on into the old copy.
+    path = tmp_path / "relay.log"
+    handle = start_thread_actor(Logger(path, rotate=False), name="logger")
+    written = threading.Event()
+    handle.post(WriteLines(text="before"), lambda _result, _error: written.set())
+    assert written.wait(2.0)
+    path.rename(tmp_path / "relay.log.1")
+    handle.post(WriteLines(text="after"))
+    handle.post(Flush())
+    assert handle.stop_and_join(2.0, drain=True)
+    assert (tmp_path / "relay.log.1").read_text() == "before\n"
+    assert path.read_text() == "after\n"
+
+
+def test_the_rotating_logger_rotates_the_log_other_processes_append_to(tmp_path: Path) -> None:
+    relay_log = tmp_path / "relay.log"
+    relay_log.write_text("r" * 99 + "\n")  # 100 bytes: at the limit, kept
+    (tmp_path / "relay.log.1").write_text("older\n")
+    write_through(tmp_path / "host.log", ["a"], max_bytes=100, others=(relay_log,), check_every_s=0)
+    assert relay_log.read_text() == "r" * 99 + "\n"
+    with relay_log.open("a") as fh:
+        fh.write("one more line\n")  # past the limit
+    write_through(tmp_path / "host.log", ["b"], max_bytes=100, others=(relay_log,), check_every_s=0)
+    assert not relay_log.exists()  # the relays start the next one when they next write
+    assert (tmp_path / "relay.log.1").read_text().endswith("one more line\n")  # exactly one copy
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["host.log", "relay.log.1"]

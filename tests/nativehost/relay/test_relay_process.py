@@ -235,3 +235,26 @@ async def test_a_v1_panel_gets_one_end_when_the_daemon_dies_and_then_its_relay(h
     assert done is not None and done["type"] == "chat.done", done
     assert "back again" in str(done["text"])
     assert not any(marks.directory.glob("*.json"))  # the mark was spent
+
+
+async def test_the_daemon_rotates_relay_log_and_a_running_relay_follows_it(home: Path) -> None:
+    logs = home / "logs"
+    logs.mkdir(mode=0o700)
+    relay_log = logs / "relay.log"
+    relay_log.write_bytes(b"x" * (5 * 1024 * 1024) + b"\n")  # past the 5 MB of a rotation
+    peer = await RelayPeer.start(home)  # its first connection attempt starts the daemon
+    try:
+        await peer.handshake(1, "sp-1")
+        # The daemon's Logger rotated the full relay.log (with the relay's first lines) when it
+        # started.
+        assert (logs / "relay.log.1").stat().st_size > 5 * 1024 * 1024
+        await wait_for(relay_log.exists)  # the relay's next line starts the new file
+        assert relay_log.stat().st_size < 4096
+        # A rotation under a running relay: its next lines go to the new file.
+        relay_log.rename(logs / "relay.log.1")
+        await peer.close_stdin()
+        assert await peer.wait_exit() == 0
+    finally:
+        await peer.kill()
+    assert "stdin closed" in relay_log.read_text()
+    assert "stdin closed" not in (logs / "relay.log.1").read_text()
