@@ -4,9 +4,13 @@ The semantics of the records (turns, rows, model messages) live in :mod:`actors.
 their framing (and its reader) in :mod:`actors.store.journal_records`; this module only knows
 files, so its rules can be tested byte by byte.
 
-Appends are the only writes, so a crash can only leave a *tail* that is torn (a record cut
-mid-write) or garbage: :meth:`Journal.load` cuts the file back to the end of the last whole
-record, and every complete record before it survives.
+Repair, in :meth:`Journal.load`. Appends are the only writes, so a crash can only leave a *torn
+tail* (a record cut mid-write): it is cut off, and every complete record before it survives.
+Anything else is *damage* (a bad disk, another program): the original file is first kept aside in
+a new private ``<name>.journal.corrupt`` (``.corrupt.1``, ... — never overwritten), what was lost
+is logged (how many bytes, at which offset), and the journal is rewritten with its whole records
+only — the reader resynchronises after damaged bytes (:func:`scan_journal`), so one damaged range
+loses only the records it touches. ``browy doctor`` lists the kept copies.
 
 Durability (architecture.md section 2, session store): each record is handed to the OS with
 ``os.write`` on an ``O_APPEND`` descriptor before the action it records, so a *process* crash
@@ -29,13 +33,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from actors.runtime.private_files import open_private, private_dir
-from actors.store.journal_records import StoreError, encode_record, scan_records
+from actors.runtime.private_files import open_private, private_dir, write_private
+from actors.store.journal_records import JournalScan, StoreError, encode_record, scan_journal
 
 __all__ = [
+    "CORRUPT_SUFFIX",
     "JOURNAL_SUFFIX",
     "Journal",
     "Redact",
+    "keep_damaged_copy",
     "redact_tree",
     "safe_name",
 ]
@@ -43,6 +49,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 JOURNAL_SUFFIX = ".journal"
+#: A damaged journal's original bytes are kept next to it in ``<name>.journal.corrupt[.N]``.
+CORRUPT_SUFFIX = ".corrupt"
 _SAFE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 _MAX_NAME = 120  # well under the 255-byte limit of common file systems, suffix included
 
@@ -65,6 +73,26 @@ def safe_name(raw: str) -> str:
     return name
 
 
+def keep_damaged_copy(path: Path, data: bytes) -> Path:
+    """Write ``data`` to a new private ``<journal>.corrupt`` (``.corrupt.1``, ... when one exists:
+    a copy is never overwritten) and return its path."""
+    for n in range(10_000):
+        copy = path.with_name(path.name + CORRUPT_SUFFIX + (f".{n}" if n else ""))
+        try:
+            fd = open_private(copy, os.O_WRONLY | os.O_EXCL)
+        except FileExistsError:
+            continue
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return copy
+    raise StoreError(f"too many damaged copies of {path.name}")
+
+
 FsyncFn = Callable[[int], None]
 
 
@@ -84,7 +112,7 @@ class Journal:
         self._closed = False
 
     def load(self) -> list[dict[str, Any]]:
-        """Read every whole record; cut a torn or corrupt tail off the file first."""
+        """Read every whole record, repairing the file first (see the module docstring)."""
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
@@ -92,20 +120,50 @@ class Journal:
             return []
         except OSError as exc:
             raise StoreError(f"cannot read {self.path.name}: {exc}") from exc
-        records, good = scan_records(data)
-        if good < len(data):
+        scan = scan_journal(data)
+        try:
+            if scan.damaged:
+                self._repair(data, scan)
+            elif scan.end < len(data):
+                log.warning(
+                    "journal %s: cut %d bytes of torn tail after %d whole records",
+                    self.path.name,
+                    len(data) - scan.end,
+                    len(scan.records),
+                )
+                os.truncate(self.path, scan.end)
+        except OSError as exc:
+            raise StoreError(f"cannot repair {self.path.name}: {exc}") from exc
+        self.size = sum(stop - start for start, stop in scan.spans)
+        return scan.records
+
+    def _repair(self, data: bytes, scan: JournalScan) -> None:
+        """Keep the damaged file aside, log what is lost, and leave only the whole records."""
+        copy = keep_damaged_copy(self.path, data)
+        for start, stop in scan.skipped:
             log.warning(
-                "journal %s: cut %d bytes of torn or corrupt tail after %d whole records",
+                "journal %s: skipped %d damaged bytes at offset %d (after %d whole records); "
+                "the original file is kept in %s",
                 self.path.name,
-                len(data) - good,
-                len(records),
+                stop - start,
+                start,
+                sum(1 for s, _ in scan.spans if s < start),
+                copy.name,
             )
-            try:
-                os.truncate(self.path, good)
-            except OSError as exc:
-                raise StoreError(f"cannot repair {self.path.name}: {exc}") from exc
-        self.size = good
-        return records
+        if scan.end < len(data):
+            log.warning(
+                "journal %s: cut %d damaged bytes at offset %d (the end, after %d whole records); "
+                "the original file is kept in %s",
+                self.path.name,
+                len(data) - scan.end,
+                scan.end,
+                len(scan.records),
+                copy.name,
+            )
+        if self._fd is not None:  # an open descriptor would go on appending to the old file
+            os.close(self._fd)
+            self._fd = None
+        write_private(self.path, b"".join(data[s:e] for s, e in scan.spans), fsync=True)
 
     def append(self, record: dict[str, Any]) -> dict[str, Any]:
         """Hand one record to the OS (``os.write``, ``O_APPEND``), all of it or none of it.
