@@ -11,8 +11,9 @@ Everything written here is private: files 0600, folders 0700 (:mod:`actors.runti
 
 Tools: ``save_file read_file list_files delete_file note_set note_get note_list note_delete``,
 and the host tools ``write_file grep glob`` (only when ``enabledHostTools`` names them; protocol.md
-section 3b), confined to the same sandbox. ``save_file`` and ``delete_file`` and the note writes
-change the host's disk, not the page: they are not page-changing, but they are not retried either.
+section 3b), confined to the same sandbox; ``grep`` matches in linear time
+(:mod:`actors.tools.grep_engine`). ``save_file`` and ``delete_file`` and the note writes change the
+host's disk, not the page: they are not page-changing, but they are not retried either.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 from pydantic import Field
 
 from actors.runtime.private_files import private_dir
+from actors.tools.grep_engine import compile_for_grep
 from actors.tools.registry import Registry
 from actors.tools.tool_def import ToolArgs, ToolContext, ToolError, ToolOutput
 from messages.errors import ErrorCode
@@ -157,10 +159,7 @@ class FileSandbox:
         return out
 
     def grep(self, pattern: str, glob: str = "**/*", *, max_hits: int = 200) -> list[str]:
-        try:
-            rx = re.compile(pattern)
-        except re.error as exc:
-            raise ToolError(f"bad regular expression: {exc}") from None
+        rx = compile_for_grep(pattern)
         hits: list[str] = []
         for rel in self.glob(glob):
             path = self.resolve(rel)
@@ -240,7 +239,9 @@ class GlobArgs(ToolArgs):
 
 
 class GrepArgs(ToolArgs):
-    pattern: str = Field(description="Python regular expression")
+    pattern: str = Field(
+        description="regular expression (RE2: Python syntax without backreferences or lookaround)"
+    )
     glob: str = Field(default="**/*", description="which files to search")
 
 
