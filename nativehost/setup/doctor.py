@@ -4,7 +4,8 @@ Each check is one :class:`nativehost.setup.check.Check` — a name, ok or not, a
 when not ok, a fix. :func:`run_checks` runs them in this order: config, manifests
 (:mod:`nativehost.setup.manifest_checks`, whose messages name Chrome's own errors), run directory,
 journals (copies of damaged chat journals), daemon (and any of its actors restarted in the last
-hour), model, sandboxed browsers. None of them changes anything on disk.
+hour), model (with a warning for a key sent over plain http to another host), sandboxed browsers.
+None of them changes anything on disk.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import stat
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from actors.store.chat_store import sessions_dir
 from actors.store.journal import CORRUPT_SUFFIX, JOURNAL_SUFFIX
@@ -167,6 +169,7 @@ def _check_model(home: Path, config: Config, env: Mapping[str, str]) -> list[Che
     if key:
         source = "config.toml" if model.api_key is not None else f"key file {model.api_key_file}"
         checks.append(Check("model key", True, f"API key set in {source}"))
+        checks.extend(_check_transport(model.base_url, model.needs_api_key))
     elif not model.needs_api_key:
         checks.append(
             Check("model key", True, f"none needed for the local endpoint {model.base_url}")
@@ -207,6 +210,24 @@ def _check_model(home: Path, config: Config, env: Mapping[str, str]) -> list[Che
             )
         )
     return checks
+
+
+def _check_transport(base_url: str | None, remote: bool) -> list[Check]:
+    """The key (and every page the model reads) must not cross a network in clear text."""
+    if base_url is None or not remote or urlsplit(base_url).scheme != "http":
+        return []  # the provider's default (https), https, or this machine (loopback)
+    host = urlsplit(base_url).hostname or base_url
+    return [
+        Check(
+            "model connection",
+            True,
+            f"the API key goes to {host} over plain http: anyone on the way can read it, and the "
+            "pages and chats the model sees",
+            f"use an https:// base_url, or reach {host} through a loopback tunnel (e.g. "
+            f"ssh -N -L 8000:localhost:8000 {host}, then base_url http://127.0.0.1:8000/v1)",
+            warning=True,
+        )
+    ]
 
 
 def _check_sandboxes(platform: Platform, native_found: bool) -> list[Check]:
