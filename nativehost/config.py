@@ -33,6 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel, SecretStr, ValidationError
 
+from actors.runtime.private_files import write_private
 from nativehost.config_schema import Config, ConfigError
 from nativehost.origins import CONFIG_FILE_NAME
 
@@ -273,21 +274,6 @@ def _parse_cli_list(value: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _write_private(path: Path, text: str) -> None:
-    """Write atomically, mode 0600: the file may hold an API key."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def set_config_value(home: Path, dotted_key: str, value: object) -> Config:
     """Set ``section.key`` in ``home/config.toml`` (``None`` removes it) and return the file's
     validated config (environment not applied).
@@ -323,7 +309,7 @@ def set_config_value(home: Path, dotted_key: str, value: object) -> Config:
     if value is not None:
         table[key] = _plain(getattr(getattr(config, section), key))
     raw = {name: t for name, t in raw.items() if not (isinstance(t, dict) and not t)}
-    _write_private(config_path(home), dumps_toml(raw))
+    write_private(config_path(home), dumps_toml(raw))  # 0600: it may hold an API key
     return config
 
 

@@ -7,10 +7,15 @@ folder (architecture.md section 6)::
     data/files/        sandbox of the file tools
     data/notes.json    notes
     sessions/          chat journals
-    logs/host.log      log (+ host.log.1)
+    logs/host.log      the daemon's log (+ host.log.1)
+    logs/relay.log     the relays' log (+ relay.log.1; the daemon rotates it too)
     run/               0700: lock, pid file, socket (when its path is short enough), link token
 
-This module is imported by the relay, so it must stay light: standard library only.
+Every file is 0600 and every directory 0700, whatever the umask: they are all made through
+:mod:`actors.runtime.private_files`.
+
+This module is imported by the relay, so it must stay light: standard library only (and
+:mod:`actors.runtime.private_files`, which is).
 """
 
 from __future__ import annotations
@@ -18,12 +23,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from actors.runtime.private_files import private_dir
+
 __all__ = [
     "MAX_UNIX_SOCKET_PATH",
     "browy_home",
     "ensure_private_dir",
+    "host_log",
     "log_dir",
     "private_dir_problem",
+    "relay_log",
     "run_dir",
     "socket_path",
 ]
@@ -48,19 +57,29 @@ def log_dir(home: Path) -> Path:
     return home / "logs"
 
 
+def host_log(home: Path) -> Path:
+    """The daemon's log; the daemon rotates it (``host.log.1``)."""
+    return log_dir(home) / "host.log"
+
+
+def relay_log(home: Path) -> Path:
+    """The log every relay appends to; the daemon rotates it too (``relay.log.1``)."""
+    return log_dir(home) / "relay.log"
+
+
 def ensure_private_dir(path: Path) -> Path:
-    """Create *path* (and parents) and make it 0700, owned by us. Returns *path*.
+    """Create *path* and its missing parents, each 0700 whatever the umask, and make *path* 0700
+    (:func:`actors.runtime.private_files.private_dir`). Returns *path*.
 
     Raises ``PermissionError`` when *path* exists but is not ours (or is a symlink): another
     user made it first, and nothing of ours goes in it (architecture.md section 7)."""
-    path.mkdir(parents=True, exist_ok=True)
-    st = path.lstat()
     import stat  # only here: keeps the relay's start-up lean
 
-    if stat.S_ISLNK(st.st_mode) or st.st_uid != os.getuid():
-        raise PermissionError(f"{path} is not ours: {private_dir_problem(path)}")
-    os.chmod(path, 0o700)
-    return path
+    if os.path.lexists(path):
+        st = path.lstat()
+        if stat.S_ISLNK(st.st_mode) or st.st_uid != os.getuid():
+            raise PermissionError(f"{path} is not ours: {private_dir_problem(path)}")
+    return private_dir(path)
 
 
 def private_dir_problem(path: Path) -> str | None:

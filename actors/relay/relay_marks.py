@@ -26,6 +26,8 @@ from pathlib import Path
 
 import orjson
 
+from actors.runtime.private_files import private_dir, write_private
+
 __all__ = ["MAX_AGE_S", "RelayMarks"]
 
 log = logging.getLogger(__name__)
@@ -57,17 +59,10 @@ class RelayMarks:
     def add(self, session_id: str, turn_id: str | None) -> None:
         """Remember that the panel of *session_id* has had the end of its cut turn."""
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            os.chmod(self.directory, 0o700)
-            path = self._path(session_id)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            body = {"turnId": turn_id, "at": time.time()}
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            try:
-                os.write(fd, orjson.dumps(body))
-            finally:
-                os.close(fd)
-            os.replace(tmp, path)
+            private_dir(self.directory)
+            write_private(
+                self._path(session_id), orjson.dumps({"turnId": turn_id, "at": time.time()})
+            )
         except (OSError, TypeError):  # TypeError: orjson refuses a turnId it cannot encode
             log.exception("could not keep the relay's mark for %r", session_id)
 

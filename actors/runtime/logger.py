@@ -5,15 +5,21 @@ Rules:
 * **stdout is the protocol** (native messaging frames), so nothing here touches fd 1: the file
   handler writes the log file only, and its ``handleError`` is silent (the stdlib one prints to
   stderr, and a logging call must never raise into the code that logged).
-* **Secrets never reach the disk.** Every line goes through ``redact`` on the Logger's thread:
-  API keys (``sk-...``, ``sk-ant-...``), ``Bearer`` tokens, ``Authorization``/``Cookie``/
-  ``Set-Cookie`` header values, ``apiKey``/``api_key``/``cookie``/token fields in JSON, dict
-  reprs and query strings.
+* **Secrets never reach the disk.** Every line goes through
+  :func:`actors.runtime.redaction.redact` on the Logger's thread (what it knows is listed there).
+* **Private.** The file is 0600 and its directory 0700, whatever the umask
+  (:mod:`actors.runtime.private_files`).
 * **Whole lines, appended.** Each record is one ``write`` of complete lines to a file opened for
   append, so two processes appending to one file (a relay) never interleave half-lines.
-* **Rotation** (only the daemon rotates; relays pass ``rotate=False``): before a write that would
-  take the file past ``max_bytes``, ``host.log`` becomes ``host.log.1`` (replacing the previous
-  one) and a new ``host.log`` is started: exactly one old copy is kept.
+* **Rotation** (only the daemon rotates): before a write that would take the file past
+  ``max_bytes``, ``host.log`` becomes ``host.log.1`` (replacing the previous one) and a new
+  ``host.log`` is started: exactly one old copy is kept. The daemon's Logger also rotates the
+  logs that other processes append to (``others``: ``relay.log``, which every relay appends to):
+  on its own writes, at most once every ``check_every_s``, one over ``max_bytes`` is renamed to
+  ``.1`` the same way; the next write of a relay starts the new file.
+* **Appenders follow a rotation.** A Logger with ``rotate=False`` (a relay) checks before each
+  write, with one ``stat``, that its path still names the file it has open; when the daemon has
+  renamed it, it opens the new one, so nothing more is appended to the old copy.
 * **Bounded.** The handler counts records in flight; past the bound it drops (and later reports
   how many were dropped) instead of growing memory or blocking the caller.
 * **Supervised.** The Logger is a child of its process's supervision tree
@@ -28,71 +34,33 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from actors.runtime.errors import ActorError
+from actors.runtime.private_files import open_private_append, private_dir
+from actors.runtime.redaction import redact
 from actors.runtime.thread_actor import ThreadActor, ThreadHandle, start_thread_actor
 from actors.runtime.threaded import ThreadedRef, spawn_threaded
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "OTHERS_CHECK_S",
     "Flush",
     "LogSink",
     "Logger",
     "LoggingHandle",
     "WriteLines",
     "install_logging",
-    "redact",
 ]
 
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
-REDACTED = "[REDACTED]"
-
-_KEYS = (
-    r"api[_-]?key|x-api-key|authorization|proxy-authorization|cookie|set-cookie"
-    r"|access[_-]?token|refresh[_-]?token|id[_-]?token|client[_-]?secret|password|secret|token"
-)
-# Order matters: quoted fields first, so the header rule does not eat a JSON line's remainder.
-_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    # "apiKey": "...", 'cookie': '...'  (JSON and Python reprs)
-    (
-        re.compile(
-            rf"""(?P<q>["'])(?P<k>{_KEYS})(?P=q)(?P<sep>\s*[:=]\s*)"""
-            r"""(?P<v>["'])(?:\\.|(?!(?P=v)).)*(?P=v)""",
-            re.IGNORECASE,
-        ),
-        rf"\g<q>\g<k>\g<q>\g<sep>\g<v>{REDACTED}\g<v>",
-    ),
-    # Header lines: the whole value up to the end of the line.
-    (
-        re.compile(
-            r"\b(?P<k>authorization|proxy-authorization|cookie|set-cookie|x-api-key)"
-            r"(?P<sep>\s*:\s*)[^\r\n]+",
-            re.IGNORECASE,
-        ),
-        rf"\g<k>\g<sep>{REDACTED}",
-    ),
-    # api_key=..., token=... in query strings and key=value logs.
-    (
-        re.compile(rf"\b(?P<k>{_KEYS})=(?P<v>[^\s&\"',;]+)", re.IGNORECASE),
-        rf"\g<k>={REDACTED}",
-    ),
-    (re.compile(r"\bBearer\s+[A-Za-z0-9\-._~+/]+=*", re.IGNORECASE), f"Bearer {REDACTED}"),
-    # OpenAI (sk-..., sk-proj-...) and Anthropic (sk-ant-...) keys, wherever they appear.
-    (re.compile(r"\bsk-[A-Za-z0-9][A-Za-z0-9_\-]{12,}"), f"sk-{REDACTED}"),
-)
-
-
-def redact(text: str) -> str:
-    """Return ``text`` with every secret this module knows replaced by ``[REDACTED]``."""
-    for pattern, replacement in _RULES:
-        text = pattern.sub(replacement, text)
-    return text
+#: How often (at most) the daemon's Logger looks at the size of the logs others append to.
+OTHERS_CHECK_S = 1.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,16 +80,29 @@ class Logger(ThreadActor[WriteLines | Flush]):
 
     crash_on_ask_error = False  # a failing write must not lose the logger
 
-    def __init__(self, path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES, rotate: bool = True):
+    def __init__(
+        self,
+        path: Path,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        rotate: bool = True,
+        others: tuple[Path, ...] = (),
+        check_every_s: float = OTHERS_CHECK_S,
+    ) -> None:
         self.path = path
         self.max_bytes = max_bytes
         self.rotate = rotate
+        self.others = others
+        self.check_every_s = check_every_s
         self._file: IO[bytes] | None = None
         self._size = 0
+        self._file_id = (0, 0)  # (st_dev, st_ino) of the open file
+        self._next_check = 0.0
 
     def on_start(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         self._open()
+        self._rotate_others()
 
     def on_stop(self) -> None:
         if self._file is not None:
@@ -137,16 +118,21 @@ class Logger(ThreadActor[WriteLines | Flush]):
                 self._file.flush()
             return
         data = (redact(msg.text).rstrip("\n") + "\n").encode("utf-8", "backslashreplace")
-        if self.rotate and self._size > 0 and self._size + len(data) > self.max_bytes:
+        if not self.rotate:
+            self._follow_rotation()
+        elif self._size > 0 and self._size + len(data) > self.max_bytes:
             self._rotate()
         assert self._file is not None
         self._file.write(data)  # one unbuffered write: whole lines, appended
         self._size += len(data)
+        if self.others and time.monotonic() >= self._next_check:
+            self._rotate_others()
 
     def _open(self) -> None:
         # Unbuffered append: each record reaches the OS in one write(2) with O_APPEND.
-        self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 - closed in on_stop
-        self._size = os.fstat(self._file.fileno()).st_size
+        self._file = open_private_append(self.path)
+        st = os.fstat(self._file.fileno())
+        self._size, self._file_id = st.st_size, (st.st_dev, st.st_ino)
 
     def _rotate(self) -> None:
         if self._file is not None:
@@ -154,21 +140,53 @@ class Logger(ThreadActor[WriteLines | Flush]):
         os.replace(self.path, self.path.with_name(self.path.name + ".1"))
         self._open()
 
+    def _follow_rotation(self) -> None:
+        try:
+            st = os.stat(self.path)
+            current = (st.st_dev, st.st_ino)
+        except FileNotFoundError:
+            current = None  # renamed, and no other appender has started the new file yet
+        if current != self._file_id:
+            if self._file is not None:
+                self._file.close()
+            self._open()
+
+    def _rotate_others(self) -> None:
+        self._next_check = time.monotonic() + self.check_every_s
+        for other in self.others:
+            try:
+                if os.stat(other).st_size > self.max_bytes:
+                    # Appenders keep writing to the renamed file until their next write's check.
+                    os.replace(other, other.with_name(other.name + ".1"))
+            except FileNotFoundError:
+                continue
+
 
 class LogSink:
     """Where the logging handler's records go: the running Logger incarnation, else straight to
     the file (see the module docstring). Thread-safe."""
 
-    def __init__(self, path: Path, *, max_bytes: int, rotate: bool, daemon: bool) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        max_bytes: int,
+        rotate: bool,
+        daemon: bool,
+        others: tuple[Path, ...] = (),
+    ) -> None:
         self.path = path
         self._max_bytes = max_bytes
         self._rotate = rotate
+        self._others = others
         self._daemon = daemon
         self._handle: ThreadHandle | None = None
         self._lock = threading.Lock()
 
     def _logger(self) -> Logger:
-        return Logger(self.path, max_bytes=self._max_bytes, rotate=self._rotate)
+        return Logger(
+            self.path, max_bytes=self._max_bytes, rotate=self._rotate, others=self._others
+        )
 
     def attach(self, handle: ThreadHandle) -> None:
         """Send records to ``handle`` from now on; a previous incarnation finishes its queue."""
@@ -205,7 +223,7 @@ class LogSink:
     def write_now(self, text: str) -> None:
         """Append one record on the caller's thread (no Logger running)."""
         data = (redact(text).rstrip("\n") + "\n").encode("utf-8", "backslashreplace")
-        with self._lock, open(self.path, "ab", buffering=0) as fh:
+        with self._lock, open_private_append(self.path) as fh:
             fh.write(data)
 
     def close(self, timeout: float = 5.0) -> None:
@@ -276,9 +294,13 @@ def install_logging(
     logger: logging.Logger | None = None,
     max_pending: int = 10_000,
     daemon: bool = False,
+    others: tuple[Path, ...] = (),
 ) -> LoggingHandle:
-    """Route ``logging`` (the root logger by default) to a Logger thread writing ``path``."""
-    sink = LogSink(Path(path), max_bytes=max_bytes, rotate=rotate, daemon=daemon)
+    """Route ``logging`` (the root logger by default) to a Logger thread writing ``path``.
+
+    ``rotate=False``: another process rotates ``path`` (a relay's ``relay.log``); ``others``:
+    logs other processes append to, which this one rotates (the daemon: ``relay.log``)."""
+    sink = LogSink(Path(path), max_bytes=max_bytes, rotate=rotate, daemon=daemon, others=others)
     sink.start()
     handler = _ActorHandler(sink, level, max_pending)
     handler.setFormatter(

@@ -27,7 +27,8 @@ from actors.store.chat_turns import (
     outcome_of,
 )
 from actors.store.chat_views import ChatInfo, build_model_messages, history_rows
-from actors.store.journal import Journal, Redact, StoreError, redact_tree, scan_records
+from actors.store.journal import Journal, Redact, redact_tree
+from actors.store.journal_records import StoreError, scan_records
 
 __all__ = ["MEMORY_TURNS", "NOT_KEPT", "Chat"]
 

@@ -66,7 +66,8 @@ from actors.store.chat_views import (
     HistoryPage,
     build_history_page,
 )
-from actors.store.journal import JOURNAL_SUFFIX, FsyncFn, Journal, Redact, StoreError, safe_name
+from actors.store.journal import JOURNAL_SUFFIX, FsyncFn, Journal, Redact, safe_name
+from actors.store.journal_records import StoreError
 
 __all__ = ["MAX_OPEN_CHATS", "ChatStore", "sessions_dir"]
 

@@ -12,7 +12,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from actors.store.journal import StoreError
+from actors.store.journal_records import StoreError
 
 __all__ = [
     "ACCEPTS",

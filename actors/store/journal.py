@@ -1,18 +1,16 @@
-"""The chat journal on disk: record framing, torn-tail repair, safe file names, appends, fsync.
+"""The chat journal on disk: torn-tail repair, safe file names, appends, fsync.
 
 The semantics of the records (turns, rows, model messages) live in :mod:`actors.store.chat_store`;
-this module only knows bytes and files, so its rules can be tested byte by byte.
+their framing (and its reader) in :mod:`actors.store.journal_records`; this module only knows
+files, so its rules can be tested byte by byte.
 
-Record framing (little-endian)::
-
-    +----------------+------------------------+---------------------------------------+
-    | length: u32 LE | payload: msgpack map   | crc: u32 LE = crc32(length + payload) |
-    +----------------+------------------------+---------------------------------------+
-
-A reader takes records while they are whole and their CRC matches; the first short, oversized,
-corrupt or non-map record ends the journal. Appends are the only writes, so a crash can only leave
-a *tail* that is torn (a record cut mid-write) or garbage: :meth:`Journal.load` cuts the file back
-to the end of the last whole record, and every complete record before it survives.
+Repair, in :meth:`Journal.load`. Appends are the only writes, so a crash can only leave a *torn
+tail* (a record cut mid-write): it is cut off, and every complete record before it survives.
+Anything else is *damage* (a bad disk, another program): the original file is first kept aside in
+a new private ``<name>.journal.corrupt`` (``.corrupt.1``, ... — never overwritten), what was lost
+is logged (how many bytes, at which offset), and the journal is rewritten with its whole records
+only — the reader resynchronises after damaged bytes (:func:`scan_journal`), so one damaged range
+loses only the records it touches. ``browy doctor`` lists the kept copies.
 
 Durability (architecture.md section 2, session store): each record is handed to the OS with
 ``os.write`` on an ``O_APPEND`` descriptor before the action it records, so a *process* crash
@@ -31,99 +29,30 @@ import contextlib
 import hashlib
 import logging
 import os
-import struct
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import msgpack
-
-from messages.errors import LocalError
+from actors.runtime.private_files import open_private, private_dir, write_private
+from actors.store.journal_records import JournalScan, StoreError, encode_record, scan_journal
 
 __all__ = [
+    "CORRUPT_SUFFIX",
     "JOURNAL_SUFFIX",
-    "MAX_RECORD",
     "Journal",
     "Redact",
-    "StoreError",
-    "encode_record",
+    "keep_damaged_copy",
     "redact_tree",
     "safe_name",
-    "scan_records",
 ]
 
 log = logging.getLogger(__name__)
 
 JOURNAL_SUFFIX = ".journal"
-#: Larger declared lengths are taken as corruption (a tool result kept whole for the model can be
-#: big, but not this big: the inbound frame limit is 64 MiB).
-MAX_RECORD = 96 * 1024 * 1024
-_HEAD = struct.Struct("<I")
-_OVERHEAD = 2 * _HEAD.size
+#: A damaged journal's original bytes are kept next to it in ``<name>.journal.corrupt[.N]``.
+CORRUPT_SUFFIX = ".corrupt"
 _SAFE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 _MAX_NAME = 120  # well under the 255-byte limit of common file systems, suffix included
-
-
-class StoreError(LocalError):
-    """The store could not do what was asked (disk error, closed store, misuse). Log it."""
-
-
-def _scrub(value: Any) -> Any:
-    """Replace lone surrogates (Chrome can send them; UTF-8 cannot carry them) with U+FFFD."""
-    if isinstance(value, str):
-        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    if isinstance(value, dict):
-        return {_scrub(k): _scrub(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_scrub(v) for v in value]
-    return value
-
-
-def encode_record(obj: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
-    """Frame one record; return the bytes and the record they hold (``obj``, or a copy with lone
-    surrogates replaced). Raises :class:`StoreError` if msgpack cannot carry it or it is too
-    big."""
-    try:
-        try:
-            payload = msgpack.packb(obj, use_bin_type=True)
-        except UnicodeEncodeError:
-            obj = _scrub(obj)
-            payload = msgpack.packb(obj, use_bin_type=True)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise StoreError(f"record cannot be encoded: {exc}") from exc
-    if len(payload) > MAX_RECORD:
-        raise StoreError(f"record of {len(payload)} bytes is over the {MAX_RECORD} limit")
-    head = _HEAD.pack(len(payload))
-    return head + payload + _HEAD.pack(zlib.crc32(payload, zlib.crc32(head))), obj
-
-
-def scan_records(data: bytes | bytearray | memoryview) -> tuple[list[dict[str, Any]], int]:
-    """Decode the whole records at the start of ``data``; return them and the bytes they span.
-
-    Never raises: the first record that is short, too long, fails its CRC or is not a msgpack map
-    ends the scan (everything from there on is the tail to cut).
-    """
-    view = memoryview(data)
-    records: list[dict[str, Any]] = []
-    pos, end = 0, len(view)
-    while end - pos >= _OVERHEAD:
-        (length,) = _HEAD.unpack_from(view, pos)
-        stop = pos + _HEAD.size + length
-        if length > MAX_RECORD or stop + _HEAD.size > end:
-            break
-        (crc,) = _HEAD.unpack_from(view, stop)
-        if zlib.crc32(view[pos:stop]) != crc:
-            break
-        try:
-            obj = msgpack.unpackb(view[pos + _HEAD.size : stop], raw=False)
-        except Exception:  # msgpack raises several unrelated types for bad input
-            break
-        if not isinstance(obj, dict):
-            break
-        records.append(obj)
-        pos = stop + _HEAD.size
-    return records, pos
 
 
 def safe_name(raw: str) -> str:
@@ -142,6 +71,26 @@ def safe_name(raw: str) -> str:
         digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         name = f"{name[:80]}~{digest}"
     return name
+
+
+def keep_damaged_copy(path: Path, data: bytes) -> Path:
+    """Write ``data`` to a new private ``<journal>.corrupt`` (``.corrupt.1``, ... when one exists:
+    a copy is never overwritten) and return its path."""
+    for n in range(10_000):
+        copy = path.with_name(path.name + CORRUPT_SUFFIX + (f".{n}" if n else ""))
+        try:
+            fd = open_private(copy, os.O_WRONLY | os.O_EXCL)
+        except FileExistsError:
+            continue
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return copy
+    raise StoreError(f"too many damaged copies of {path.name}")
 
 
 FsyncFn = Callable[[int], None]
@@ -163,7 +112,7 @@ class Journal:
         self._closed = False
 
     def load(self) -> list[dict[str, Any]]:
-        """Read every whole record; cut a torn or corrupt tail off the file first."""
+        """Read every whole record, repairing the file first (see the module docstring)."""
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
@@ -171,20 +120,50 @@ class Journal:
             return []
         except OSError as exc:
             raise StoreError(f"cannot read {self.path.name}: {exc}") from exc
-        records, good = scan_records(data)
-        if good < len(data):
+        scan = scan_journal(data)
+        try:
+            if scan.damaged:
+                self._repair(data, scan)
+            elif scan.end < len(data):
+                log.warning(
+                    "journal %s: cut %d bytes of torn tail after %d whole records",
+                    self.path.name,
+                    len(data) - scan.end,
+                    len(scan.records),
+                )
+                os.truncate(self.path, scan.end)
+        except OSError as exc:
+            raise StoreError(f"cannot repair {self.path.name}: {exc}") from exc
+        self.size = sum(stop - start for start, stop in scan.spans)
+        return scan.records
+
+    def _repair(self, data: bytes, scan: JournalScan) -> None:
+        """Keep the damaged file aside, log what is lost, and leave only the whole records."""
+        copy = keep_damaged_copy(self.path, data)
+        for start, stop in scan.skipped:
             log.warning(
-                "journal %s: cut %d bytes of torn or corrupt tail after %d whole records",
+                "journal %s: skipped %d damaged bytes at offset %d (after %d whole records); "
+                "the original file is kept in %s",
                 self.path.name,
-                len(data) - good,
-                len(records),
+                stop - start,
+                start,
+                sum(1 for s, _ in scan.spans if s < start),
+                copy.name,
             )
-            try:
-                os.truncate(self.path, good)
-            except OSError as exc:
-                raise StoreError(f"cannot repair {self.path.name}: {exc}") from exc
-        self.size = good
-        return records
+        if scan.end < len(data):
+            log.warning(
+                "journal %s: cut %d damaged bytes at offset %d (the end, after %d whole records); "
+                "the original file is kept in %s",
+                self.path.name,
+                len(data) - scan.end,
+                scan.end,
+                len(scan.records),
+                copy.name,
+            )
+        if self._fd is not None:  # an open descriptor would go on appending to the old file
+            os.close(self._fd)
+            self._fd = None
+        write_private(self.path, b"".join(data[s:e] for s, e in scan.spans), fsync=True)
 
     def append(self, record: dict[str, Any]) -> dict[str, Any]:
         """Hand one record to the OS (``os.write``, ``O_APPEND``), all of it or none of it.
@@ -213,10 +192,9 @@ class Journal:
             parent = self.path.parent
             missing = [p for p in (parent.parent, parent) if not p.exists()]
             try:
-                parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                private_dir(parent)
                 existed = self.path.exists()
-                flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-                self._fd = os.open(self.path, flags, 0o600)
+                self._fd = open_private(self.path, os.O_WRONLY | os.O_APPEND)
             except OSError as exc:
                 raise StoreError(f"cannot open {self.path.name}: {exc}") from exc
             # A new file (or directory) is durable only once its directory entry is synced.
@@ -273,7 +251,7 @@ class Journal:
             raise StoreError(f"cannot delete {self.path.name}: {exc}") from exc
 
 
-#: Replaces the secrets in a string (the daemon's log redaction, :mod:`actors.runtime.logger`).
+#: Replaces the secrets in a string (the log redaction, :mod:`actors.runtime.redaction`).
 Redact = Callable[[str], str]
 
 

@@ -7,11 +7,13 @@ followed — to a place outside ``data/files/``. Writes are atomic (a temporary 
 ``os.replace``) and bounded by ``max_file_bytes`` from the config.
 
 Notes are a small JSON object ``{key: value}`` in ``data/notes.json``, written atomically.
+Everything written here is private: files 0600, folders 0700 (:mod:`actors.runtime.private_files`).
 
 Tools: ``save_file read_file list_files delete_file note_set note_get note_list note_delete``,
 and the host tools ``write_file grep glob`` (only when ``enabledHostTools`` names them; protocol.md
-section 3b), confined to the same sandbox. ``save_file`` and ``delete_file`` and the note writes
-change the host's disk, not the page: they are not page-changing, but they are not retried either.
+section 3b), confined to the same sandbox; ``grep`` matches in linear time
+(:mod:`actors.tools.grep_engine`). ``save_file`` and ``delete_file`` and the note writes change the
+host's disk, not the page: they are not page-changing, but they are not retried either.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from typing import Any
 
 from pydantic import Field
 
+from actors.runtime.private_files import private_dir
+from actors.tools.grep_engine import compile_for_grep
 from actors.tools.registry import Registry
 from actors.tools.tool_def import ToolArgs, ToolContext, ToolError, ToolOutput
 from messages.errors import ErrorCode
@@ -39,8 +43,8 @@ _MAX_LIST = 500
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    private_dir(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)  # 0600, whatever the umask
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -75,7 +79,7 @@ class FileSandbox:
             raise ToolError(f"path {rel!r} is absolute; give a path relative to the files folder")
         if ".." in pure.parts:
             raise ToolError(f"path {rel!r} contains '..'; it must stay inside the files folder")
-        self.root.mkdir(parents=True, exist_ok=True)
+        private_dir(self.root)
         root = self.root.resolve()
         target = (root / pure).resolve()  # follows symlinks: a link pointing out is caught here
         if target != root and root not in target.parents:
@@ -142,7 +146,7 @@ class FileSandbox:
     def glob(self, pattern: str) -> list[str]:
         if pattern.startswith("/") or ".." in PurePosixPath(pattern).parts:
             raise ToolError("the pattern must be relative and must not contain '..'")
-        self.root.mkdir(parents=True, exist_ok=True)
+        private_dir(self.root)
         root = self.root.resolve()
         out = []
         for p in sorted(root.glob(pattern)):
@@ -155,10 +159,7 @@ class FileSandbox:
         return out
 
     def grep(self, pattern: str, glob: str = "**/*", *, max_hits: int = 200) -> list[str]:
-        try:
-            rx = re.compile(pattern)
-        except re.error as exc:
-            raise ToolError(f"bad regular expression: {exc}") from None
+        rx = compile_for_grep(pattern)
         hits: list[str] = []
         for rel in self.glob(glob):
             path = self.resolve(rel)
@@ -238,7 +239,9 @@ class GlobArgs(ToolArgs):
 
 
 class GrepArgs(ToolArgs):
-    pattern: str = Field(description="Python regular expression")
+    pattern: str = Field(
+        description="regular expression (RE2: Python syntax without backreferences or lookaround)"
+    )
     glob: str = Field(default="**/*", description="which files to search")
 
 

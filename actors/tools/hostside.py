@@ -31,6 +31,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from actors.runtime.private_files import private_dir
 from actors.tools.files import FileSandbox
 from actors.tools.registry import Registry
 from actors.tools.tool_def import ToolArgs, ToolContext, ToolError, ToolOutput
@@ -131,9 +132,7 @@ async def run_program(
 def _workdir(ctx: ToolContext) -> Path:
     if not isinstance(ctx.files, FileSandbox):
         raise ToolError("there is no files folder to run in")
-    root = ctx.files.root
-    root.mkdir(parents=True, exist_ok=True)
-    return root
+    return private_dir(ctx.files.root)
 
 
 class BashArgs(ToolArgs):

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from actors.store.chat_store import sessions_dir
-from actors.store.journal import safe_name, scan_records
+from actors.store.journal import safe_name
+from actors.store.journal_records import scan_records
 from nativehost.chaos.fake_browser import Executed, FakeBrowser
 from nativehost.chaos.faults import MODEL_FAULTS, _Injected, _marker, _tag
 from nativehost.chaos.panels import Recorder, TurnRecord

@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from actors.runtime.private_files import write_private
 from actors.store.chat_store import ChatStore, sessions_dir
 from nativehost.chaos.faults import (
     BROWSER_FAULTS,
@@ -99,8 +100,8 @@ class _InProcessRun(ChaosRun):
         self._draw_model_faults()
         self.model = ScriptedModelServer(SCRIPT_HEAD, keep_bodies=False)
         base_url = await self.model.start()
-        self.home.mkdir(parents=True, exist_ok=True)
-        (self.home / "config.toml").write_text(
+        write_private(
+            self.home / "config.toml",
             "[model]\n"
             f'base_url = "{base_url}"\n'
             'model = "chaos-model"\n'
@@ -108,7 +109,7 @@ class _InProcessRun(ChaosRun):
             "request_timeout = 2.5\n"
             "[daemon]\n"
             "idle_exit_seconds = 0\n"
-            f"turn_concurrency = {min(64, max(4, self.opts.sessions))}\n"
+            f"turn_concurrency = {min(64, max(4, self.opts.sessions))}\n",
         )
         self._start_server()
         npeers = self.opts.peers or max(1, (self.opts.sessions + 2) // 3)

@@ -47,6 +47,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from actors.runtime.private_files import write_private
 from nativehost.chaos.checks import FD_SLACK, RSS_SLACK_BYTES
 from nativehost.chaos.faults import (
     PROCESS_FAULTS,
@@ -104,8 +105,8 @@ class _ProcessRun(ChaosRun):
     async def _start(self) -> None:
         self.model = ScriptedModelServer(SCRIPT_HEAD, keep_bodies=False)
         base_url = await self.model.start()
-        self.home.mkdir(parents=True, exist_ok=True)
-        (self.home / "config.toml").write_text(
+        write_private(
+            self.home / "config.toml",
             "[model]\n"
             f'base_url = "{base_url}"\n'
             'model = "chaos-model"\n'
@@ -113,7 +114,7 @@ class _ProcessRun(ChaosRun):
             "request_timeout = 5\n"
             "[daemon]\n"
             "idle_exit_seconds = 0\n"
-            f"turn_concurrency = {min(64, max(4, self.opts.sessions))}\n"
+            f"turn_concurrency = {min(64, max(4, self.opts.sessions))}\n",
         )
         self._watcher = asyncio.ensure_future(self._watch_daemon())
         env = self._env()

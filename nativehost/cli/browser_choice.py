@@ -56,6 +56,7 @@ async def connected_browsers(home: Path) -> int:
 
 def _private_config(user_home: Path, private_home: Path) -> None:
     """The user's settings, with this terminal allowed to drive the browser it launched."""
+    from actors.runtime.private_files import write_private
     from nativehost.config import dumps_toml, read_config_file
 
     raw = {k: dict(v) for k, v in read_config_file(user_home).items() if isinstance(v, dict)}
@@ -67,9 +68,7 @@ def _private_config(user_home: Path, private_home: Path) -> None:
     daemon = raw.setdefault("daemon", {})
     daemon["allow_local_clients"] = True
     daemon["idle_exit_seconds"] = 60
-    path = private_home / "config.toml"
-    path.write_text(dumps_toml(raw), encoding="utf-8")
-    path.chmod(0o600)
+    write_private(private_home / "config.toml", dumps_toml(raw))
 
 
 async def pick_browser(

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO
 
 from nativehost.cli.context import Context, UserError
-from nativehost.home import log_dir
+from nativehost.home import host_log, relay_log
 
 __all__ = [
     "configure_daemon",
@@ -32,6 +32,12 @@ __all__ = [
 
 def configure_logs(p: argparse.ArgumentParser) -> None:
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+    p.add_argument(
+        "--relay",
+        action="store_true",
+        help="the relays' log (relay.log: the processes the browser starts) instead of the "
+        "daemon's (host.log)",
+    )
 
 
 def follow_file(
@@ -60,6 +66,10 @@ def follow_file(
             except FileNotFoundError:
                 rotated = False
             if rotated:
+                rest = f.read()  # what a writer still holding the old file added meanwhile
+                if rest:
+                    out.write(rest)
+                    out.flush()
                 f.close()
                 f = path.open("r", encoding="utf-8", errors="replace")
                 inode = os.fstat(f.fileno()).st_ino
@@ -70,13 +80,15 @@ def follow_file(
 
 
 def handle_logs(args: argparse.Namespace, ctx: Context) -> int:
-    path = log_dir(ctx.home) / "host.log"
+    path = relay_log(ctx.home) if args.relay else host_log(ctx.home)
     if not path.is_file():
         raise UserError(f"no log yet at {path}")
-    ctx.stdout.write(path.read_text(encoding="utf-8", errors="replace"))
     if args.follow:
+        # From the start, in one reader: no line falls between printing and following.
         with contextlib.suppress(KeyboardInterrupt):
-            follow_file(path, ctx.stdout, stop=lambda: False)
+            follow_file(path, ctx.stdout, stop=lambda: False, from_start=True)
+    else:
+        ctx.stdout.write(path.read_text(encoding="utf-8", errors="replace"))
     return 0
 
 

@@ -76,7 +76,9 @@ COMMANDS: dict[str, Command] = {
     "extension-path": Command(
         "print the extension directory (for Load unpacked)", lambda p: None, handle_extension_path
     ),
-    "logs": Command("print the host log", configure_logs, handle_logs),
+    "logs": Command(
+        "print the daemon's log (--relay: the relays' log)", configure_logs, handle_logs
+    ),
     "daemon": Command("start, stop or query the daemon", configure_daemon, handle_daemon),
     "demo": Command(
         "run the offline demo: Chromium, the extension, a local shop, one agent turn",

@@ -16,11 +16,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
 
+from actors.runtime.private_files import open_private
 from nativehost.home import browy_home, ensure_private_dir, run_dir, socket_path
 from nativehost.link import DaemonUnavailable, query_daemon
 from supervisors.introspection import SupervisorInfo
@@ -67,7 +69,7 @@ class DaemonStatus:
 def try_lock(home: Path) -> Iterator[IO[bytes] | None]:
     """Yield the open lock file when we got the lock, else None (another daemon holds it)."""
     ensure_private_dir(run_dir(home))
-    fh = open(lock_path(home), "a+b")  # noqa: SIM115 - held for the daemon's lifetime
+    fh = os.fdopen(open_private(lock_path(home), os.O_RDWR), "r+b")  # held for the daemon's life
     try:
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -22,8 +22,9 @@ import sys
 import time
 from pathlib import Path
 
+from actors.runtime.private_files import write_private
 from nativehost.daemon.instance import is_running, pid_path, read_pid, try_lock
-from nativehost.home import browy_home, ensure_private_dir, log_dir
+from nativehost.home import browy_home, ensure_private_dir, host_log, log_dir, relay_log
 from nativehost.link import query_daemon
 
 __all__ = [
@@ -107,15 +108,18 @@ def run_daemon(home: Path | None = None, *, idle_exit_s: float | None = None) ->
     with try_lock(home) as lock:
         if lock is None:
             return 0
-        ensure_private_dir(log_dir(home))
-        pid_path(home).write_text(f"{os.getpid()}\n")
+        # The home's folders, private before anything is written into them (architecture.md
+        # section 6): files 0600 and folders 0700, whatever the umask this process inherited.
+        for directory in (home, home / "data", home / "sessions", log_dir(home)):
+            ensure_private_dir(directory)
+        write_private(pid_path(home), f"{os.getpid()}\n")
         # Imported here for start-up cost: the relay and the CLI import this module to start and
         # stop the daemon; only the daemon itself needs the server, the actors and pydantic.
         from actors.runtime.logger import install_logging
         from nativehost.config import load_config
         from nativehost.daemon.server import DaemonServer
 
-        logging_handle = install_logging(log_dir(home) / "host.log")
+        logging_handle = install_logging(host_log(home), others=(relay_log(home),))
         try:
             config = load_config(home)
             if idle_exit_s is not None:

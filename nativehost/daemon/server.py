@@ -42,7 +42,8 @@ from actors.link.listener import Listener
 from actors.runtime.actor import ActorRef
 from actors.runtime.errors import ActorError
 from actors.runtime.live_ref import LiveRef
-from actors.runtime.logger import LogSink, redact
+from actors.runtime.logger import LogSink
+from actors.runtime.redaction import redact
 from actors.runtime.ref import Ref
 from actors.store.chat_store import ChatStore
 from messages.link import (

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from actors.runtime.private_files import write_private
 from nativehost.config import config_path, load_config, set_config_value
 from nativehost.config_schema import Config, ConfigError
 from nativehost.setup.doctor import run_checks
@@ -130,7 +131,7 @@ class HostSettings:
             if before is None:
                 path.unlink(missing_ok=True)
             else:
-                path.write_bytes(before)
+                write_private(path, before)
             raise SettingsError(str(exc).replace("\n", "; ")) from None
         return self.get()
 

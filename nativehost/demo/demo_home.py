@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from actors.runtime.private_files import write_private
 from nativehost.config import load_config, read_config_file
 from nativehost.config_schema import ConfigError
 from nativehost.home import browy_home
@@ -75,9 +76,7 @@ def write_demo_config(home: Path, model_section: str) -> None:
         + "\n[daemon]\nallow_local_clients = true\nidle_exit_seconds = 60\n"
         + '\n[tools]\napproval_mode = "never"\n'
     )
-    path = home / "config.toml"
-    path.write_text(text, encoding="utf-8")
-    path.chmod(0o600)
+    write_private(home / "config.toml", text)
 
 
 def scripted_model_section(base_url: str) -> str:

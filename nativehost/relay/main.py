@@ -10,7 +10,8 @@ Start-up order matters:
    library writing to fd 1 — cannot corrupt a frame (conventions.md item 8).
 2. Check the caller's origin against the allowed list before anything else; a forbidden origin
    gets one ``error{code: ORIGIN_FORBIDDEN}`` frame and the process exits.
-3. Start the Logger (the relay appends whole lines to ``logs/relay.log``; only the daemon rotates),
+3. Start the Logger (the relay appends whole lines to ``logs/relay.log``; only the daemon rotates
+   it, and the relay's Logger reopens the file when it finds it rotated),
    then the StdioFramer and the Uplink. EOF on stdin ends the process promptly.
 """
 
@@ -177,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     out_fd = protect_stdout()
     origin = argv[1] if len(argv) > 1 else ""
 
-    from nativehost.home import browy_home, ensure_private_dir, log_dir
+    from nativehost.home import browy_home, relay_log
     from nativehost.origins import read_allowed_origins
 
     home = browy_home()
@@ -197,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from actors.runtime.logger import install_logging
 
-    handle = install_logging(ensure_private_dir(log_dir(home)) / "relay.log", rotate=False)
+    # Every relay appends to relay.log; the daemon rotates it, and this one follows (rotate=False).
+    handle = install_logging(relay_log(home), rotate=False)
     log.info("relay pid %d for %s", os.getpid(), origin)
     try:
         return asyncio.run(_serve(home, origin, out_fd, handle.sink))

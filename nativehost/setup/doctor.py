@@ -3,8 +3,9 @@
 Each check is one :class:`nativehost.setup.check.Check` — a name, ok or not, a one-line detail and,
 when not ok, a fix. :func:`run_checks` runs them in this order: config, manifests
 (:mod:`nativehost.setup.manifest_checks`, whose messages name Chrome's own errors), run directory,
-daemon (and any of its actors restarted in the last hour), model, sandboxed browsers. None of
-them changes anything on disk.
+journals (copies of damaged chat journals), daemon (and any of its actors restarted in the last
+hour), model (with a warning for a key sent over plain http to another host), sandboxed browsers.
+None of them changes anything on disk.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ import stat
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from actors.store.chat_store import sessions_dir
+from actors.store.journal import CORRUPT_SUFFIX, JOURNAL_SUFFIX
 from nativehost.config import load_config
 from nativehost.config_schema import Config, ConfigError
 from nativehost.daemon import instance
@@ -89,6 +93,27 @@ def _check_run_dir(home: Path) -> list[Check]:
     return checks
 
 
+def _check_journals(home: Path) -> Check:
+    """Chat journals that were damaged (not merely torn by a crash): their kept copies."""
+    root = sessions_dir(home)
+    copies = sorted(root.glob(f"*/*{JOURNAL_SUFFIX}{CORRUPT_SUFFIX}*")) if root.is_dir() else []
+    if not copies:
+        return Check("journals", True, "no damaged chat journal")
+    journals = {(c.parent, c.name.split(CORRUPT_SUFFIX)[0]) for c in copies}
+    shown = ", ".join(str(c.relative_to(home)) for c in copies[:5])
+    more = f" and {len(copies) - 5} more" if len(copies) > 5 else ""
+    return Check(
+        "journals",
+        True,
+        f"{len(journals)} journal(s) had damaged records, skipped when the chat was read (every "
+        f"whole record was kept; `browy logs` says how many bytes, where); the original bytes are "
+        f"in {shown}{more}",
+        "damage in the middle of a journal is not a crash: check the disk (fsck, smartctl); "
+        "delete the .corrupt copies once you no longer need them",
+        warning=True,
+    )
+
+
 DaemonStatusFn = Callable[[Path], object]
 DaemonTreeFn = Callable[[Path], "SupervisorInfo | None"]
 
@@ -160,6 +185,7 @@ def _check_model(home: Path, config: Config, env: Mapping[str, str]) -> list[Che
     if key:
         source = "config.toml" if model.api_key is not None else f"key file {model.api_key_file}"
         checks.append(Check("model key", True, f"API key set in {source}"))
+        checks.extend(_check_transport(model.base_url, model.needs_api_key))
     elif not model.needs_api_key:
         checks.append(
             Check("model key", True, f"none needed for the local endpoint {model.base_url}")
@@ -200,6 +226,24 @@ def _check_model(home: Path, config: Config, env: Mapping[str, str]) -> list[Che
             )
         )
     return checks
+
+
+def _check_transport(base_url: str | None, remote: bool) -> list[Check]:
+    """The key (and every page the model reads) must not cross a network in clear text."""
+    if base_url is None or not remote or urlsplit(base_url).scheme != "http":
+        return []  # the provider's default (https), https, or this machine (loopback)
+    host = urlsplit(base_url).hostname or base_url
+    return [
+        Check(
+            "model connection",
+            True,
+            f"the API key goes to {host} over plain http: anyone on the way can read it, and the "
+            "pages and chats the model sees",
+            f"use an https:// base_url, or reach {host} through a loopback tunnel (e.g. "
+            f"ssh -N -L 8000:localhost:8000 {host}, then base_url http://127.0.0.1:8000/v1)",
+            warning=True,
+        )
+    ]
 
 
 def _check_sandboxes(platform: Platform, native_found: bool) -> list[Check]:
@@ -276,6 +320,7 @@ def run_checks(
         checks.extend(check_manifest(label, manifest_file, config_origins))
 
     checks.extend(_check_run_dir(home))
+    checks.append(_check_journals(home))
     checks.append(_check_daemon(home, daemon_status or instance.daemon_status))
     checks.extend(_check_restarts(home, daemon_tree or instance.daemon_tree))
     if config is not None:

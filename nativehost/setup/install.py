@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from actors.runtime.private_files import private_dir, write_private
 from nativehost.config import load_config, set_config_value
 from nativehost.config_schema import ConfigError
 from nativehost.origins import (
@@ -170,8 +171,7 @@ def read_install_record(home: Path) -> dict[str, Any]:
 
 
 def _write_record(home: Path, record: dict[str, Any]) -> None:
-    home.mkdir(parents=True, exist_ok=True)
-    _atomic_write(_record_path(home), json.dumps(record, indent=2) + "\n", 0o600)
+    write_private(_record_path(home), json.dumps(record, indent=2) + "\n")
 
 
 # --------------------------------------------------------------------------------------------
@@ -297,13 +297,20 @@ def install_host(
     if launcher_dir is None:
         launcher_dir = platform.system_launcher_dir() if system else home / "bin"
     launcher_dir = Path(os.path.abspath(launcher_dir))
-    launcher_dir.mkdir(parents=True, exist_ok=True)
+    # Under BROWY_HOME, private like everything there (the browser runs it as this user);
+    # elsewhere (--system, --launcher-dir) readable by all, as such directories are.
+    private = Path(os.path.abspath(home)) in launcher_dir.parents
+    launcher_mode = 0o700 if private else 0o755
+    if private:
+        private_dir(launcher_dir)
+    else:
+        launcher_dir.mkdir(parents=True, exist_ok=True)
     launcher = launcher_dir / LAUNCHER_NAME
     script = launcher_script(os.path.abspath(python), None if system else home)
     if not launcher.is_file() or launcher.read_text(encoding="utf-8") != script:
-        _atomic_write(launcher, script, 0o755)
+        _atomic_write(launcher, script, launcher_mode)
     else:
-        os.chmod(launcher, 0o755)
+        os.chmod(launcher, launcher_mode)
 
     record = read_install_record(home)
     known_launchers = {*record["launchers"], str(launcher)}

@@ -12,6 +12,7 @@ import os
 import signal
 import struct
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -137,3 +138,37 @@ def kill_daemon(home: Path) -> None:
     if pid is not None and is_running(home):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+
+
+async def play_browser(
+    peer: RelayPeer, *, until: Callable[[dict[str, Any]], bool] | None = None, **wait: Any
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """Answer the turn's browser calls (an active tab; CDP commands fail as unsupported) until a
+    frame matches *until*, or, without it, until ``wait["when"]()`` holds. Returns that frame
+    (or None) and the other frames seen."""
+    seen: list[dict[str, Any]] = []
+    tab = {"tabId": 1, "url": "https://example.test/", "title": "Example", "windowId": 1}
+    async with asyncio.timeout(15.0):
+        while True:
+            if until is None and wait["when"]():
+                return None, seen
+            try:
+                msg = await peer.recv(timeout=0.1)
+            except TimeoutError:
+                continue
+            kind = msg.get("type")
+            if until is not None and until(msg):
+                return msg, seen
+            if kind in ("tab.getActive", "cdp.send"):
+                answer: dict[str, Any] = {
+                    "type": "tool.result",
+                    "sessionId": msg["sessionId"],
+                    "callId": msg["callId"],
+                }
+                if kind == "tab.getActive":
+                    answer.update(ok=True, result=tab)
+                else:
+                    answer.update(ok=False, error=f"{msg.get('method')} is not supported here")
+                await peer.send(answer)
+            else:
+                seen.append(msg)

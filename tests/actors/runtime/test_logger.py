@@ -1,45 +1,16 @@
-"""The Logger: redaction, rotation with one old copy, whole lines, never stdout."""
+"""The Logger: rotation with one old copy, whole lines, redacted, never stdout (the redaction
+rules themselves: test_redaction.py)."""
 
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 import pytest
 
-from actors.runtime.logger import Flush, Logger, WriteLines, install_logging, redact
+from actors.runtime.logger import Flush, Logger, WriteLines, install_logging
 from actors.runtime.thread_actor import start_thread_actor
-
-
-@pytest.mark.parametrize(
-    ("text", "secret"),
-    [
-        ("using key sk-proj-abcdefghijklmnop1234", "abcdefghijklmnop1234"),
-        ("anthropic sk-ant-api03-AbCdEfGhIjKlMnOp_qr", "AbCdEfGhIjKlMnOp_qr"),
-        ("headers: Bearer eyJhbGciOi.JIUzI1NiJ9-x", "eyJhbGciOi"),
-        ("Authorization: Basic dXNlcjpwYXNz", "dXNlcjpwYXNz"),
-        ("Cookie: sid=12345; theme=dark", "sid=12345"),
-        ("Set-Cookie: session=s3cr3t; HttpOnly", "s3cr3t"),
-        ('{"apiKey": "key-123456", "model": "gpt"}', "key-123456"),
-        ("{'api_key': 'key-123456'}", "key-123456"),
-        ("GET /v1?api_key=key-123456&x=1", "key-123456"),
-        ('{"cookie": "a=b; c=d", "url": "https://x"}', "a=b; c=d"),
-    ],
-)
-def test_redact_removes_each_kind_of_secret(text: str, secret: str) -> None:
-    cleaned = redact(text)
-    assert secret not in cleaned
-    assert "[REDACTED]" in cleaned
-
-
-def test_redact_keeps_what_is_not_secret() -> None:
-    assert (
-        redact('{"model": "gpt-4o", "url": "https://x"}')
-        == '{"model": "gpt-4o", "url": "https://x"}'
-    )
-    assert redact("task-12345 finished") == "task-12345 finished"
-    cleaned = redact('{"apiKey": "k-1", "model": "gpt"}')
-    assert '"model": "gpt"' in cleaned
 
 
 def write_through(path: Path, texts: list[str], **kwargs: object) -> None:
@@ -112,3 +83,35 @@ def test_the_logging_handler_never_raises_or_prints_after_close(
     out, err = capfd.readouterr()
     assert out == ""
     assert err == ""
+
+
+def test_an_appending_logger_writes_to_the_new_file_once_its_file_was_rotated(
+    tmp_path: Path,
+) -> None:
+    # The daemon renames relay.log to relay.log.1 while a relay has it open: the relay's next
+    # line goes to a new relay.log, not on into the old copy.
+    path = tmp_path / "relay.log"
+    handle = start_thread_actor(Logger(path, rotate=False), name="logger")
+    written = threading.Event()
+    handle.post(WriteLines(text="before"), lambda _result, _error: written.set())
+    assert written.wait(2.0)
+    path.rename(tmp_path / "relay.log.1")
+    handle.post(WriteLines(text="after"))
+    handle.post(Flush())
+    assert handle.stop_and_join(2.0, drain=True)
+    assert (tmp_path / "relay.log.1").read_text() == "before\n"
+    assert path.read_text() == "after\n"
+
+
+def test_the_rotating_logger_rotates_the_log_other_processes_append_to(tmp_path: Path) -> None:
+    relay_log = tmp_path / "relay.log"
+    relay_log.write_text("r" * 99 + "\n")  # 100 bytes: at the limit, kept
+    (tmp_path / "relay.log.1").write_text("older\n")
+    write_through(tmp_path / "host.log", ["a"], max_bytes=100, others=(relay_log,), check_every_s=0)
+    assert relay_log.read_text() == "r" * 99 + "\n"
+    with relay_log.open("a") as fh:
+        fh.write("one more line\n")  # past the limit
+    write_through(tmp_path / "host.log", ["b"], max_bytes=100, others=(relay_log,), check_every_s=0)
+    assert not relay_log.exists()  # the relays start the next one when they next write
+    assert (tmp_path / "relay.log.1").read_text().endswith("one more line\n")  # exactly one copy
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["host.log", "relay.log.1"]

@@ -17,7 +17,8 @@ from actors.store.chat import MEMORY_TURNS, Chat
 from actors.store.chat_store import ChatStore
 from actors.store.chat_turns import TurnStateError
 from actors.store.chat_views import INTERRUPTED_RESULT, build_history_page, join_context
-from actors.store.journal import StoreError, encode_record, safe_name, scan_records
+from actors.store.journal import safe_name
+from actors.store.journal_records import StoreError, encode_record, scan_records
 from messages.codec import MAX_OUTBOUND_FRAME, encode_frame
 from messages.wire import dump_outbound
 from messages.wire_outbound import ChatHistoryResult, ChatListResult

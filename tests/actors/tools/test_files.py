@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -96,3 +97,40 @@ async def test_host_grep_and_glob_need_enabling_and_stay_in_the_sandbox(
     hit = await reg.run("grep", {"pattern": "beta"}, on)
     assert hit.content_for_model == "a.txt:2: beta"
     assert (await reg.run("glob", {"pattern": "../*"}, on)).outcome == "error"
+
+
+GREP_ON = ToolPolicy(enabled_host_tools=frozenset({"grep"}))
+
+
+async def test_a_catastrophic_pattern_cannot_freeze_grep(box: FileSandbox, reg: Registry) -> None:
+    # (a+)+$ on a's then a b backtracks exponentially in a backtracking engine, holding the GIL:
+    # the whole daemon would freeze. grep's engine is linear, so this returns at once.
+    box.write("long.txt", "a" * 900 + "b\n")
+    run = reg.run("grep", {"pattern": "(a+)+$"}, ToolContext(files=box, policy=GREP_ON))
+    result = await asyncio.wait_for(run, timeout=10.0)
+    assert result.ok
+    assert result.content_for_model == "(no match)"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "feature"),
+    [(r"(a)\1", "backreferences"), (r"(?=a)b", "lookaround"), (r"(?<!x)y", "lookaround")],
+)
+async def test_a_pattern_re2_cannot_run_gets_a_clear_error(
+    box: FileSandbox, reg: Registry, pattern: str, feature: str
+) -> None:
+    box.write("a.txt", "aa\n")
+    result = await reg.run("grep", {"pattern": pattern}, ToolContext(files=box, policy=GREP_ON))
+    assert result.outcome == "error"
+    message = str(result.content_for_model)
+    assert "RE2" in message and feature in message
+
+
+async def test_grep_still_speaks_python_regex_syntax(box: FileSandbox, reg: Registry) -> None:
+    box.write("a.txt", "Alpha 12\nbeta\nGamma 7\n")
+    ctx = ToolContext(files=box, policy=GREP_ON)
+    hit = await reg.run("grep", {"pattern": r"(?i)^(?P<word>[a-z]+)\s\d+$"}, ctx)
+    assert hit.content_for_model == "a.txt:1: Alpha 12\na.txt:3: Gamma 7"
+    bad = await reg.run("grep", {"pattern": "(unclosed"}, ctx)
+    assert bad.outcome == "error"
+    assert "bad regular expression" in str(bad.content_for_model)

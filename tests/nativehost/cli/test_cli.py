@@ -197,6 +197,42 @@ def test_logs_prints_the_log(run: Run) -> None:
     assert (code, out) == (0, "line one\nline two\n")
 
 
+def test_logs_relay_prints_the_relays_log(run: Run) -> None:
+    (run.home / "logs").mkdir(parents=True)
+    (run.home / "logs/host.log").write_text("daemon line\n")
+    (run.home / "logs/relay.log").write_text("relay line\n")
+    code, out, _ = run("logs", "--relay")
+    assert (code, out) == (0, "relay line\n")
+
+
+def test_follow_goes_on_in_the_new_file_when_the_log_is_rotated(tmp_path: Path) -> None:
+    # relay.log is renamed by the daemon and started again by the next relay that writes.
+    log = tmp_path / "relay.log"
+    log.write_text("old\n")
+    out = io.StringIO()
+    reading = threading.Event()
+    deadline = time.monotonic() + 5
+
+    def stop() -> bool:
+        if "old" in out.getvalue():
+            reading.set()
+        return "new" in out.getvalue() or time.monotonic() > deadline
+
+    follower = threading.Thread(
+        target=follow_file,
+        args=(log, out),
+        kwargs={"stop": stop, "poll_s": 0.01, "from_start": True},
+    )
+    follower.start()
+    assert reading.wait(5)  # it has the old file open
+    with log.open("a") as f:
+        f.write("last of the old\n")
+    log.rename(tmp_path / "relay.log.1")
+    log.write_text("new\n")
+    follower.join(6)
+    assert out.getvalue() == "old\nlast of the old\nnew\n"
+
+
 def test_follow_prints_what_is_appended(tmp_path: Path) -> None:
     log = tmp_path / "host.log"
     log.write_text("old\n")

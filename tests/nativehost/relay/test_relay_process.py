@@ -7,9 +7,8 @@ import os
 import signal
 import struct
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,6 +21,7 @@ from tests.helpers.native_peer import (
     RelayPeer,
     daemon_pid,
     kill_daemon,
+    play_browser,
     wait_for,
 )
 
@@ -198,40 +198,6 @@ async def test_the_relay_gives_up_and_exits_when_no_daemon_can_start(home: Path)
         await relay.kill()
 
 
-async def play_browser(
-    peer: RelayPeer, *, until: Callable[[dict[str, Any]], bool] | None = None, **wait: Any
-) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """Answer the turn's browser calls (an active tab; CDP commands fail as unsupported) until a
-    frame matches *until*, or, without it, until ``wait["when"]()`` holds. Returns that frame
-    (or None) and the other frames seen."""
-    seen: list[dict[str, Any]] = []
-    tab = {"tabId": 1, "url": "https://example.test/", "title": "Example", "windowId": 1}
-    async with asyncio.timeout(15.0):
-        while True:
-            if until is None and wait["when"]():
-                return None, seen
-            try:
-                msg = await peer.recv(timeout=0.1)
-            except TimeoutError:
-                continue
-            kind = msg.get("type")
-            if until is not None and until(msg):
-                return msg, seen
-            if kind in ("tab.getActive", "cdp.send"):
-                answer: dict[str, Any] = {
-                    "type": "tool.result",
-                    "sessionId": msg["sessionId"],
-                    "callId": msg["callId"],
-                }
-                if kind == "tab.getActive":
-                    answer.update(ok=True, result=tab)
-                else:
-                    answer.update(ok=False, error=f"{msg.get('method')} is not supported here")
-                await peer.send(answer)
-            else:
-                seen.append(msg)
-
-
 async def test_a_v1_panel_gets_one_end_when_the_daemon_dies_and_then_its_relay(home: Path) -> None:
     # The double fault of protocol.md section 6: the daemon dies mid-turn, the relay ends the
     # turn itself, then the relay dies before it can tell the next daemon. A v1 panel cannot
@@ -269,3 +235,26 @@ async def test_a_v1_panel_gets_one_end_when_the_daemon_dies_and_then_its_relay(h
     assert done is not None and done["type"] == "chat.done", done
     assert "back again" in str(done["text"])
     assert not any(marks.directory.glob("*.json"))  # the mark was spent
+
+
+async def test_the_daemon_rotates_relay_log_and_a_running_relay_follows_it(home: Path) -> None:
+    logs = home / "logs"
+    logs.mkdir(mode=0o700)
+    relay_log = logs / "relay.log"
+    relay_log.write_bytes(b"x" * (5 * 1024 * 1024) + b"\n")  # past the 5 MB of a rotation
+    peer = await RelayPeer.start(home)  # its first connection attempt starts the daemon
+    try:
+        await peer.handshake(1, "sp-1")
+        # The daemon's Logger rotated the full relay.log (with the relay's first lines) when it
+        # started.
+        assert (logs / "relay.log.1").stat().st_size > 5 * 1024 * 1024
+        await wait_for(relay_log.exists)  # the relay's next line starts the new file
+        assert relay_log.stat().st_size < 4096
+        # A rotation under a running relay: its next lines go to the new file.
+        relay_log.rename(logs / "relay.log.1")
+        await peer.close_stdin()
+        assert await peer.wait_exit() == 0
+    finally:
+        await peer.kill()
+    assert "stdin closed" in relay_log.read_text()
+    assert "stdin closed" not in (logs / "relay.log.1").read_text()

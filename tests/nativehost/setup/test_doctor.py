@@ -293,3 +293,52 @@ def test_doctor_reports_an_actor_that_restarted_in_the_last_hour(
 def test_doctor_skips_the_restart_check_when_no_daemon_runs(platform: Platform, home: Path) -> None:
     installed(platform, home)
     assert not [c for c in checks_of(platform, home) if c.name == "actor restarts"]
+
+
+def test_doctor_lists_the_copies_of_damaged_journals_as_a_warning(
+    platform: Platform, home: Path
+) -> None:
+    installed(platform, home)
+    [clean] = [c for c in checks_of(platform, home) if c.name == "journals"]
+    assert clean.ok and not clean.warning
+    scope = home / "sessions" / "install-1"
+    scope.mkdir(parents=True)
+    (scope / "sp-1.journal").write_bytes(b"")
+    (scope / "sp-1.journal.corrupt").write_bytes(b"original")
+    (scope / "sp-1.journal.corrupt.1").write_bytes(b"original again")
+    [check] = [c for c in checks_of(platform, home) if c.name == "journals"]
+    assert check.ok and check.warning
+    assert "1 journal" in check.detail
+    assert "sessions/install-1/sp-1.journal.corrupt" in check.detail
+    assert "sp-1.journal.corrupt.1" in check.detail
+    assert "disk" in check.fix and "delete" in check.fix
+
+
+def test_an_api_key_sent_over_plain_http_to_another_host_is_a_warning(
+    platform: Platform, home: Path
+) -> None:
+    installed(platform, home)
+    set_config_value(home, "model.base_url", "http://models.example.net:8000/v1")
+    [check] = [c for c in checks_of(platform, home) if c.name == "model connection"]
+    assert check.ok and check.warning
+    assert "models.example.net" in check.detail and "plain http" in check.detail
+    assert "https" in check.fix and "tunnel" in check.fix
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "http://127.0.0.1:8000/v1",
+        "http://[::1]:8000/v1",
+        "http://localhost:11434/v1",
+        "https://models.example.net/v1",
+        None,
+    ],
+)
+def test_loopback_over_http_and_any_https_endpoint_raise_no_transport_warning(
+    platform: Platform, home: Path, base_url: str | None
+) -> None:
+    installed(platform, home)
+    set_config_value(home, "model.base_url", base_url)
+    checks = checks_of(platform, home)
+    assert [c for c in checks if c.name == "model connection" and c.warning] == []
