@@ -34,7 +34,9 @@ __all__ = [
     "Pong",
     "SessionEnd",
     "SessionStart",
+    "ToolCall",
     "ToolResult",
+    "ToolsListRequest",
     "UserAnswer",
 ]
 
@@ -87,6 +89,24 @@ class ChatSend(InboundModel):
     session_id: str
     text: str
     turn_id: str | None = None  # v2: client-minted; a resend never starts a second turn
+
+
+class ToolCall(InboundModel):
+    """v2, local clients (MCP): run one tool as a turn of its own — no model — on the session's
+    tab; answered by ``tool.call.result``, then the turn's end as for ``chat.send``."""
+
+    type: Literal["tool.call"] = "tool.call"
+    session_id: str
+    turn_id: str | None = None  # client-minted; a resend never runs the tool twice
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolsListRequest(InboundModel):
+    """v2, local clients: the tools this session may call (``tools.list.result``)."""
+
+    type: Literal["tools.list"] = "tools.list"
+    session_id: str
 
 
 class ChatCancel(InboundModel):
@@ -198,6 +218,8 @@ InboundMessage = Annotated[
     | SessionStart
     | SessionEnd
     | ChatSend
+    | ToolCall
+    | ToolsListRequest
     | ChatCancel
     | HistoryClear
     | ToolResult

@@ -34,6 +34,7 @@ __all__ = [
     "FilesConfig",
     "HostConfig",
     "LinkTransport",
+    "McpConfig",
     "ModelConfig",
     "RetentionConfig",
     "ToolsConfig",
@@ -186,6 +187,18 @@ class RetentionConfig(_Section):
     max_age_days: int = Field(default=90, ge=0)
 
 
+class McpConfig(_Section):
+    """``[mcp]``: ``browy mcp``'s clients.
+
+    ``allowed_clients``: the clients (by their ``clientInfo`` name) the user allowed for good.
+    ``host_tools``: host-side tools (files, notes, host code…) offered to MCP clients besides the
+    browser tools; none by default, and host code still needs ``[tools] allow_host_code``.
+    """
+
+    allowed_clients: tuple[str, ...] = ()
+    host_tools: tuple[str, ...] = ()
+
+
 class Config(_Section):
     host: HostConfig = HostConfig()
     daemon: DaemonConfig = DaemonConfig()
@@ -193,3 +206,4 @@ class Config(_Section):
     tools: ToolsConfig = ToolsConfig()
     files: FilesConfig = FilesConfig()
     retention: RetentionConfig = RetentionConfig()
+    mcp: McpConfig = McpConfig()

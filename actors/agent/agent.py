@@ -41,9 +41,9 @@ from actors.agent.route_table import RouteTable
 from actors.agent.session_router import RouterMsg, SessionRouter
 from actors.agent.sessions import Sessions
 from actors.agent.tool_calls import ToolCalls
-from actors.agent.turn import TurnDeps
 from actors.agent.turn_browsers import TurnBrowsers
 from actors.agent.turn_launch import StartTurn, TurnLauncher
+from actors.agent.turn_parts import TurnDeps
 from actors.agent.turn_scheduler import SchedulerMsg, TurnBoard, TurnScheduler
 from actors.browser.tool_worker import SessionScratch, ToolWorker, WorkerMsg
 from actors.relay.relay_marks import RelayMarks
@@ -116,6 +116,20 @@ class Agent:
             asking=self.asking,
             browsers=self.browsers,
         )
+        self.sessions = Sessions(
+            table=self.table,
+            links=self.links,
+            router=self.router,
+            scheduler=self.scheduler,
+            worker=self.worker,
+            config=self.config,
+            models=self.models,
+            ends=self.ends,
+            prompts=self.prompts,
+            asking=self.asking,
+            browsers=self.browsers,
+            allow_local_clients=lambda: self.config.settings.allow_local_clients,
+        )
         self.turn_deps = TurnDeps(
             store=store,
             outbox=self.outbox,
@@ -126,6 +140,8 @@ class Agent:
             tools=self.tools,
             models=self.models,
             max_iterations=lambda: self.config.settings.max_iterations,
+            grant_browser=self.sessions.grant_browser,
+            host_tools=lambda: self.config.settings.mcp_host_tools,
         )
         self.launcher = TurnLauncher(
             table=self.table,
@@ -138,18 +154,6 @@ class Agent:
             start_turn=start_turn,
             deps=lambda: self.turn_deps,
         )
-        self.sessions = Sessions(
-            table=self.table,
-            links=self.links,
-            router=self.router,
-            scheduler=self.scheduler,
-            worker=self.worker,
-            config=self.config,
-            models=self.models,
-            ends=self.ends,
-            prompts=self.prompts,
-            allow_local_clients=lambda: self.config.settings.allow_local_clients,
-        )
         self.chats = Chats(store=store, table=self.table, board=self.board)
         self.front = AgentFront(
             sessions=self.sessions,
@@ -158,6 +162,7 @@ class Agent:
             models=self.models,
             config=self.config,
             asking=self.asking,
+            tools=self.tools,
         )
 
     # -- the actors' factories (one call per incarnation) -----------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -46,6 +46,10 @@ class HostServices(Protocol):
 
     async def doctor(self) -> list[dict[str, Any]]: ...
 
+    def allow_mcp_client(self, name: str) -> None:
+        """Remember that the user allowed the MCP client *name* for good (``[mcp]``)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentSettings:
@@ -64,6 +68,10 @@ class AgentSettings:
     disabled_tools: frozenset[str] = frozenset()
     #: Cookie and storage reads: "ask" every time (v1: refused), or "allow" (config ``[tools]``).
     secret_reads: str = "ask"
+    #: MCP clients the user allowed for good (``[mcp] allowed_clients``, by clientInfo name).
+    mcp_clients: frozenset[str] = frozenset()
+    #: Host-side tools offered to MCP clients besides the browser's (``[mcp] host_tools``).
+    mcp_host_tools: frozenset[str] = frozenset()
     version: str = "0.1.0"
 
 
@@ -131,6 +139,15 @@ class AgentConfig:
 
     async def doctor(self) -> list[dict[str, Any]]:
         return await self.services.doctor() if self.services is not None else []
+
+    def remember_mcp_client(self, name: str) -> None:
+        """The user allowed *name* for good: saved in the config, applied at once."""
+        if self.services is not None:
+            try:
+                self.services.allow_mcp_client(name)
+            except Exception:  # the decision still holds for this daemon's life
+                log.exception("could not save the MCP client %r as allowed", name)
+        self.settings = replace(self.settings, mcp_clients=self.settings.mcp_clients | {name})
 
     async def initial_push(self, conn: LinkHandle) -> None:
         # Section 3b: sdk.ready is ok whenever the daemon is up; the provider's state goes in

@@ -9,8 +9,13 @@ it back when the answer comes; no answer within the approval timeout counts as a
   answer: the host's v1 mode alone decides, and a mode that asks refuses (section 3b). Text typed
   into secret fields is masked in what the panel is shown.
 - **ask_user** puts a question in the panel and returns the answer (or a dismissal).
-- **take_control**: the first time a local client (CLI, MCP) takes a tab of a browser, that
-  browser's latest v2 panel is asked (section 6); a browser with no v2 panel is left to the config.
+- **take_control**: the first time a local CLI client takes a tab of a browser, that browser's
+  latest v2 panel is asked (section 6); a browser with no v2 panel is left to the config. An MCP
+  client's consent (below) stands for it.
+- **An MCP client's consent**: the first time a client (by its ``clientInfo`` name) joins, the
+  browser's panel is asked: allow once (this connection), for this session of the daemon, always
+  (``[mcp] allowed_clients``) or deny. An MCP client's guarded actions are asked in that panel too,
+  never of the client itself (a client that answered for itself would approve its own actions).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import Any
 
 from actors.agent.links import LinkHandle, Links, Outbox
 from actors.agent.prompts import PromptBroker
-from actors.agent.route_table import RouteTable
+from actors.agent.route_table import RouteTable, SessionEntry
 from actors.agent.turn_queue import TurnTicket
 from actors.agent.turn_scheduler import Reclaim, SchedulerMsg, YieldSlot
 from actors.agent.wire_shapes import trim_args
@@ -59,6 +64,9 @@ class UserAsking:
         self._timeout_s = timeout_s
         # (local client link, browser link) pairs whose take_control the browser's user allowed.
         self._control_granted: set[tuple[int, int]] = set()
+        # MCP clients allowed for this daemon's life (by name), and links allowed once.
+        self._clients_allowed: set[str] = set()
+        self._links_allowed: set[int] = set()
 
     async def _waiting(self, ticket: TurnTicket, fut: asyncio.Future[Any]) -> Any:
         """Wait for the user's answer with the turn's scheduling slot given up."""
@@ -68,6 +76,27 @@ class UserAsking:
                 return await fut
         finally:
             await self._scheduler.tell_again(Reclaim(turn_id=ticket.turn_id))
+
+    def _panel_of(self, browser_link: int) -> SessionEntry | None:
+        """The browser connection's most recent v2 panel (side panel or DevTools panel)."""
+        panels = [
+            e
+            for e in self._table.sessions_of(browser_link)
+            if e.link.protocol >= 2 and e.session_id.startswith(("sp-", "dt-"))
+        ]
+        return panels[-1] if panels else None
+
+    def _asked_where(self, entry: SessionEntry) -> tuple[LinkHandle | None, str] | None:
+        """Where this session's approvals are asked: its own panel, or — an MCP client driving
+        a browser — that browser's panel. None when there is nobody to ask."""
+        client = self._links.get(entry.link.link_id)
+        if client is None or client.info.role != "mcp":
+            return None, entry.session_id  # the session's own panel (the outbox finds it)
+        browser = self._links.get(entry.browser_link_id)
+        panel = self._panel_of(browser.link_id) if browser is not None else None
+        if browser is None or panel is None:
+            return None
+        return browser, panel.session_id
 
     async def approve(
         self,
@@ -80,28 +109,33 @@ class UserAsking:
         entry = self._table.lookup(ticket.session_id)
         if entry is None or ticket.protocol < 2:
             return False
+        where = self._asked_where(entry)
+        if where is None:
+            return False  # an MCP client, and no panel open to ask: refused
+        link, ask_session = where
         origin = await browser.origin() if browser is not None else ""
         if info.remember and self.prompts.allowed(
             entry.scope, ticket.session_id, info.tool, origin
         ):
             return True
-        approval_id, fut = self.prompts.open_approval(ticket.session_id)
+        approval_id, fut = self.prompts.open_approval(ask_session)
         risk = "high" if self._catalog.is_host_code(info.tool) else "page-changing"
         if shown is None:
             shown = mask_secret_args(info.tool, info.args, browser)
+        request = ApprovalRequest(
+            session_id=ask_session,
+            approval_id=approval_id,
+            tool=info.tool,
+            args=trim_args(shown),
+            summary=info.summary[:500] if shown is info.args else f"{info.tool} (secret)",
+            risk=risk,
+            origin=origin,
+        )
         try:
-            await self._outbox.emit(
-                ticket.session_id,
-                ApprovalRequest(
-                    session_id=ticket.session_id,
-                    approval_id=approval_id,
-                    tool=info.tool,
-                    args=trim_args(shown),
-                    summary=info.summary[:500] if shown is info.args else f"{info.tool} (secret)",
-                    risk=risk,
-                    origin=origin,
-                ),
-            )
+            if link is None:
+                await self._outbox.emit(ask_session, request)
+            else:
+                await link.send(request)
             decision = await self._waiting(ticket, fut)
         except TimeoutError:
             return False
@@ -133,22 +167,70 @@ class UserAsking:
         finally:
             self.prompts.close(ask_id)
 
+    def client_allowed(self, client: LinkHandle) -> bool:
+        """Was the MCP client on *client* allowed already (this connection, or by name)?"""
+        return (client.info.client or "") in self._clients_allowed or (
+            client.link_id in self._links_allowed
+        )
+
+    async def client_consent(
+        self, client: LinkHandle, browser: LinkHandle, *, always: Callable[[str], None]
+    ) -> str | None:
+        """Ask the browser's user whether the MCP client on *client* may use it. Returns None
+        when allowed, else why not (shown to the client). ``always(name)`` saves "always"."""
+        name = client.info.client or "an MCP client"
+        if self.client_allowed(client):
+            return None
+        panel = self._panel_of(browser.link_id)
+        if panel is None:
+            return (
+                f"Open the Browy side panel in the browser to allow {name} (or set [daemon] "
+                "allow_local_clients = true, or add it to [mcp] allowed_clients)."
+            )
+        approval_id, fut = self.prompts.open_approval(panel.session_id)
+        try:
+            await browser.send(
+                ApprovalRequest(
+                    session_id=panel.session_id,
+                    approval_id=approval_id,
+                    tool="mcp_client",
+                    args={"client": name},
+                    summary=f"{name} wants to use this browser through Browy (MCP). Allow once, "
+                    "for this session, always, or deny.",
+                    risk="high",
+                    origin="",
+                )
+            )
+            async with asyncio.timeout(self._timeout_s()):
+                decision = await fut
+        except TimeoutError:
+            decision = "deny"
+        finally:
+            self.prompts.close(approval_id)
+        if decision == "deny":
+            return f"The browser's user did not allow {name}."
+        if decision == "allow_site":
+            always(name)
+        if decision in ("allow_site", "allow_session"):
+            self._clients_allowed.add(name)
+        self._links_allowed.add(client.link_id)
+        return None
+
     async def take_control(self, client_link: int, browser_conn: LinkHandle, tab_id: int) -> None:
         """Ask the browser's user before a local client first drives one of its tabs.
 
-        Raises APPROVAL_DENIED when the user says no (or does not answer in time)."""
+        Raises APPROVAL_DENIED when the user says no (or does not answer in time). An MCP client
+        is not asked again: its consent (:meth:`client_consent`, or the config that allows it)
+        is what lets it drive the browser's tabs."""
         key = (client_link, browser_conn.info.link_id)
         if key in self._control_granted:
             return
-        panels = [
-            e
-            for e in self._table.sessions_of(browser_conn.info.link_id)
-            if e.link.protocol >= 2 and e.session_id.startswith(("sp-", "dt-"))
-        ]
-        if panels:
-            panel = panels[-1]
+        client = self._links.get(client_link)
+        if client is not None and client.info.role == "mcp":
+            return
+        panel = self._panel_of(browser_conn.info.link_id)
+        if panel is not None:
             approval_id, fut = self.prompts.open_approval(panel.session_id)
-            client = self._links.get(client_link)
             role = client.info.role if client is not None else "cli"
             try:
                 await browser_conn.send(

@@ -34,6 +34,7 @@ from actors.agent.chats import Chats
 from actors.agent.links import LinkHandle
 from actors.agent.model_side import ModelSide
 from actors.agent.sessions import Sessions
+from actors.agent.tool_calls import ToolCalls
 from actors.agent.turn_launch import TurnLauncher
 from actors.browser.cdp_proxy import Answered, ConnectionLost, EventArrived, ProxyMsg
 from actors.browser.tabs import BrowserCalls
@@ -65,7 +66,9 @@ from messages.wire_inbound import (
     Pong,
     SessionEnd,
     SessionStart,
+    ToolCall,
     ToolResult,
+    ToolsListRequest,
     UserAnswer,
 )
 from messages.wire_outbound import (
@@ -81,6 +84,7 @@ from messages.wire_outbound import (
     ModelsList,
     SdkReady,
     SessionReady,
+    ToolsListResult,
 )
 
 
@@ -94,6 +98,7 @@ class AgentFront:
     models: ModelSide
     config: AgentConfig
     asking: UserAsking
+    tools: ToolCalls
 
 
 __all__ = ["SERVER_CAPABILITIES", "SERVER_PROTOCOLS", "AgentFront", "Connection", "Inbound"]
@@ -195,6 +200,17 @@ class Connection(Actor[Inbound]):
             await front.sessions.session_end(link, parsed.session_id)
         elif isinstance(parsed, ChatSend):
             await front.turns.chat_send(link, parsed)
+        elif isinstance(parsed, ToolCall):
+            await front.turns.tool_call(link, parsed)
+        elif isinstance(parsed, ToolsListRequest):
+            await self.send(
+                ToolsListResult(
+                    session_id=parsed.session_id,
+                    tools=front.tools.specs(
+                        parsed.session_id, host_tools=front.config.settings.mcp_host_tools
+                    ),
+                )
+            )
         elif isinstance(parsed, ChatCancel):
             await front.turns.chat_cancel(link, parsed.session_id, parsed.turn_id)
         elif isinstance(parsed, ModelsListRequest):
@@ -271,6 +287,7 @@ class Connection(Actor[Inbound]):
             return
         self.info.protocol = max(common)
         self.info.install_id = hello.install_id
+        self.info.client = hello.client
         if self.info.protocol >= 2:
             await self.send(
                 HelloAck(

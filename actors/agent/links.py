@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 
@@ -51,9 +52,24 @@ class Links:
 
     def __init__(self) -> None:
         self._by_id: dict[int, LinkHandle] = {}
+        self._browser_came = asyncio.Event()
 
     def add(self, handle: LinkHandle) -> None:
         self._by_id[handle.link_id] = handle
+        if handle.is_browser:
+            self._browser_came.set()
+
+    async def wait_browser(self, timeout: float) -> LinkHandle | None:
+        """The most recent browser connection, waiting up to *timeout* s for one to come (a
+        relay reconnecting after a daemon restart); None if none came."""
+        try:
+            async with asyncio.timeout(timeout):
+                while (browser := self.most_recent_browser()) is None:
+                    self._browser_came.clear()
+                    await self._browser_came.wait()
+        except TimeoutError:
+            return None
+        return browser
 
     def remove(self, link_id: int) -> LinkHandle | None:
         return self._by_id.pop(link_id, None)

@@ -19,22 +19,27 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from actors.agent.agent_config import AgentConfig
+from actors.agent.asking import UserAsking
 from actors.agent.end_delivery import EndDelivery
 from actors.agent.links import LinkHandle, Links
 from actors.agent.model_side import ModelSide
 from actors.agent.prompts import PromptBroker
 from actors.agent.route_table import LinkFacts, RegisterOutcome, RegisterResult, RouteTable
 from actors.agent.session_router import DropLink, Register, RouterMsg, Unregister
+from actors.agent.turn_browsers import TurnBrowsers
 from actors.agent.turn_queue import CancelReason
 from actors.agent.turn_scheduler import CancelTurns, DropLinkTurns, SchedulerMsg
 from actors.browser.tool_worker import ForgetSession, WorkerMsg
 from actors.runtime.live_ref import LiveRef
 from messages.errors import ErrorCode
 from messages.wire_inbound import SessionStart
-from messages.wire_outbound import ChatError, ErrorMessage, SessionReady
+from messages.wire_outbound import ChatError, ErrorMessage, EventActivity, SessionReady
 
 #: How long a registration waits for the router.
 ROUTER_TIMEOUT_S = 5.0
+#: How long a local client's call waits for a browser to connect (a relay coming back after a
+#: daemon restart reconnects within its backoff).
+BROWSER_WAIT_S = 10.0
 
 __all__ = ["Sessions"]
 
@@ -52,6 +57,8 @@ class Sessions:
         models: ModelSide,
         ends: EndDelivery,
         prompts: PromptBroker,
+        asking: UserAsking,
+        browsers: TurnBrowsers,
         allow_local_clients: Callable[[], bool],
     ) -> None:
         self._table = table
@@ -63,6 +70,8 @@ class Sessions:
         self._models = models
         self._ends = ends
         self._prompts = prompts
+        self._asking = asking
+        self._browsers = browsers
         self._allow_local_clients = allow_local_clients
 
     # -- links ------------------------------------------------------------------------------------
@@ -75,6 +84,8 @@ class Sessions:
         browser calls: the Connection told it first)."""
         link_id = link.link_id
         self._links.remove(link_id)
+        for entry in self._table.sessions_of(link_id):
+            self._browsers.forget(entry.session_id)
         await self._scheduler.tell_again(DropLinkTurns(link_id=link_id))
         await self._router.ask_again(DropLink(link_id=link_id), timeout=ROUTER_TIMEOUT_S)
 
@@ -94,9 +105,83 @@ class Sessions:
         browser = self._links.most_recent_browser()
         return None if browser is None else browser.link_id
 
+    def _mcp_allowed(self, conn: LinkHandle) -> bool:
+        settings = self._config.settings
+        return settings.allow_local_clients or conn.info.client in settings.mcp_clients
+
+    async def grant_browser(self, session_id: str) -> tuple[ErrorCode, str] | None:
+        """An MCP client's session wants a tab: bind it to the most recently active browser,
+        asking that browser's user the first time (protocol.md section 6). Returns None when the
+        session may drive tabs now, else why not (a code and words for the client)."""
+        entry = self._table.lookup(session_id)
+        if entry is None:
+            return ErrorCode.UNKNOWN_SESSION, f"session {session_id} is not registered"
+        if entry.can_drive_tabs:
+            return None
+        conn = self._links.get(entry.link.link_id)
+        if conn is None or conn.info.role != "mcp":
+            return ErrorCode.NO_CAPABILITY, "this session may not drive tabs"
+        browser = self._links.most_recent_browser()
+        if browser is None:
+            await conn.send(
+                EventActivity(
+                    session_id=session_id,
+                    event="status.thinking",
+                    text="waiting for a browser to connect to Browy",
+                )
+            )
+            browser = await self._links.wait_browser(BROWSER_WAIT_S)
+        if browser is None:
+            return ErrorCode.NO_CAPABILITY, (
+                "No browser is connected to Browy: open the Browy side panel in your browser."
+            )
+        if not self._mcp_allowed(conn):
+            if not self._asking.client_allowed(conn):
+                name = conn.info.client or "this MCP client"
+                await conn.send(
+                    EventActivity(
+                        session_id=session_id,
+                        event="status.thinking",
+                        text=f"waiting for the browser's user to allow {name} in the Browy "
+                        "side panel",
+                    )
+                )
+            problem = await self._asking.client_consent(
+                conn, browser, always=self._config.remember_mcp_client
+            )
+            if problem is not None:
+                return ErrorCode.APPROVAL_DENIED, problem
+        await self._router.ask_again(
+            Register(
+                link=entry.link,
+                session_id=session_id,
+                browser_link_id=browser.link_id,
+                capabilities=(*entry.capabilities, "cdp.activeTab"),
+                model=entry.model,
+                inspected_tab_id=entry.inspected_tab_id,
+                window_id=entry.window_id,
+                disabled_tools=tuple(sorted(entry.disabled_tools)),
+                enabled_host_tools=tuple(sorted(entry.enabled_host_tools)),
+            ),
+            timeout=ROUTER_TIMEOUT_S,
+        )
+        return None
+
     async def session_start(self, conn: LinkHandle, start: SessionStart) -> None:
         capabilities = start.capabilities
-        browser_link = self._browser_link_for_client(conn)
+        if conn.info.role == "mcp":
+            # Bound to a browser now only if the config allows this client; else the first
+            # call that needs a tab asks the browser's user (grant_browser).
+            browser = self._links.most_recent_browser()
+            allowed = browser is not None and self._mcp_allowed(conn)
+            browser_link = browser.link_id if allowed and browser is not None else None
+            if start.inspected_tab_id is not None:
+                # The tab it worked in before it reconnected (a daemon restart): its next
+                # call starts there if that tab is still open.
+                self._browsers.resume(start.session_id, start.inspected_tab_id)
+                start = start.model_copy(update={"inspected_tab_id": None})
+        else:
+            browser_link = self._browser_link_for_client(conn)
         if conn.info.role != "relay" and browser_link is None:
             capabilities = tuple(c for c in capabilities if c != "cdp.activeTab")
         result: RegisterResult = await self._router.ask_again(
@@ -163,3 +248,4 @@ class Sessions:
         # The panel closed: what only this session used goes with it.
         await self._worker.tell_again(ForgetSession(session_id=session_id))
         self._prompts.forget_session(session_id)
+        self._browsers.forget(session_id)

@@ -31,6 +31,7 @@ from actors.tools.catalog import ToolCatalog
 from actors.tools.pinned_tab import TurnBrowser
 from actors.tools.tool_def import ApprovalRequestInfo
 from actors.tools.user_tools import AskUserArgs
+from messages.wire_outbound import ToolSpec
 
 __all__ = ["START_TIMEOUT_S", "ToolCalls"]
 
@@ -64,6 +65,13 @@ class ToolCalls:
         disabled, host, protocol = self._toggles(session_id)
         policy = self.catalog.policy(disabled, host, protocol)
         return self.catalog.definitions(policy, browser=browser, protocol=protocol)
+
+    def specs(self, session_id: str, *, host_tools: frozenset[str]) -> list[ToolSpec]:
+        """The tools a local client's session may call, as it lists them (``tools.list``): the
+        browser's (the first that needs a tab asks the user, :meth:`Sessions.grant_browser`) and
+        the host-side ones in *host_tools*."""
+        disabled, host, _ = self._toggles(session_id)
+        return self.catalog.client_specs(self.catalog.policy(disabled, host, 2), host_tools)
 
     def is_page_changing(self, name: str) -> bool:
         return self.catalog.is_page_changing(name)

@@ -29,36 +29,30 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from actors.agent.end_delivery import EndDelivery
-from actors.agent.links import Outbox
-from actors.agent.model_side import ModelSide
 from actors.agent.system_prompt import SYSTEM_PROMPT
-from actors.agent.tool_calls import ToolCalls
-from actors.agent.turn_browsers import TurnBrowsers
+from actors.agent.tool_turn import run_one_tool
+from actors.agent.turn_parts import TurnDeps, TurnRequest, TurnState
 from actors.agent.turn_queue import CancelReason, TurnTicket
-from actors.agent.turn_scheduler import SchedulerMsg, TurnBoard, TurnEnded
-from actors.agent.wire_shapes import split_delta, trim_args
+from actors.agent.turn_scheduler import TurnEnded
+from actors.agent.turn_step import run_tool_step
+from actors.agent.wire_shapes import split_delta
 from actors.model.types import ModelError
-from actors.runtime.live_ref import LiveRef
-from actors.store.chat_store import ChatStore
 from actors.store.chat_turns import TurnStateError
-from actors.tools.masking import masked_tool_calls, secret_view
+from actors.tools.masking import masked_tool_calls
 from messages.errors import BrowyError, ErrorCode, v1_chat_error_code
 from messages.wire_base import OutboundModel
 from messages.wire_outbound import (
     ChatDelta,
     ChatDone,
     ChatError,
-    ChatToolCall,
     ChatToolResult,
     EventActivity,
     Usage,
 )
 
-__all__ = ["TurnDeps", "TurnRequest", "run_turn"]
+__all__ = ["run_turn"]
 
 log = logging.getLogger(__name__)
 
@@ -66,40 +60,6 @@ log = logging.getLogger(__name__)
 #: their page context left out and tool results trimmed ("recent-actions memory").
 HISTORY_TURNS = 16
 FULL_TURNS = 2
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnDeps:
-    """What a turn works with, handed down at construction (:mod:`actors.agent.agent`)."""
-
-    store: ChatStore
-    outbox: Outbox
-    ends: EndDelivery
-    board: TurnBoard
-    scheduler: LiveRef[SchedulerMsg]
-    browsers: TurnBrowsers
-    tools: ToolCalls
-    models: ModelSide
-    max_iterations: Callable[[], int]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnRequest:
-    ticket: TurnTicket
-    text: str
-    scope: str
-
-
-@dataclass(slots=True)
-class _TurnState:
-    texts: list[str] = field(default_factory=list)
-    streamed: list[str] = field(default_factory=list)
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    tab_id: int | None = None
-    #: The tool call running now: (call id, tool name, page-changing, started at).
-    in_flight: tuple[str, str, bool, float] | None = None
-    #: Tool results that found no panel (the connection was going): sent with the turn's end.
-    undelivered: list[OutboundModel] = field(default_factory=list)
 
 
 class _ChatRef:
@@ -129,14 +89,15 @@ async def run_turn(deps: TurnDeps, req: TurnRequest) -> None:
     """Run one turn to its single end. Never raises (but re-raises cancellation at the end)."""
     ticket = req.ticket
     sid = ticket.session_id
-    state = _TurnState()
+    state = TurnState()
     emit: Callable[[OutboundModel], Awaitable[bool]] = lambda m: deps.outbox.emit(sid, m)  # noqa: E731
     chat = _ChatRef(deps, req.scope, sid)
     outcome: tuple[str, ErrorCode | None, str] = ("done", None, "")
     cancelled: asyncio.CancelledError | None = None
     try:
         await emit(EventActivity(session_id=sid, event="status.thinking"))
-        await _loop(deps, req, state, chat, emit)
+        step = _loop if req.tool is None else run_one_tool
+        await step(deps, req, state, chat, emit)
     except asyncio.CancelledError as exc:
         cancelled = exc
         reason = deps.board.cancel_reason(ticket.turn_id)
@@ -184,7 +145,7 @@ async def run_turn(deps: TurnDeps, req: TurnRequest) -> None:
 async def _end(
     deps: TurnDeps,
     req: TurnRequest,
-    state: _TurnState,
+    state: TurnState,
     chat: Any,
     emit: Callable[[OutboundModel], Awaitable[bool]],
     outcome: tuple[str, ErrorCode | None, str],
@@ -267,7 +228,7 @@ async def _end(
 async def _loop(
     deps: TurnDeps,
     req: TurnRequest,
-    state: _TurnState,
+    state: TurnState,
     chat: Any,
     emit: Callable[[OutboundModel], Awaitable[bool]],
 ) -> None:
@@ -320,55 +281,6 @@ async def _loop(
         if not reply.tool_calls:
             return
         for call in reply.tool_calls:
-            await _run_tool(deps, ticket, state, chat, emit, browser, call)
+            await run_tool_step(deps, ticket, state, chat, emit, browser, call)
         log.debug("turn %s: iteration %d done", ticket.turn_id, iteration)
     state.texts.append(f"(Stopped after {max_iterations} steps; ask me to continue.)")
-
-
-async def _run_tool(
-    deps: TurnDeps,
-    ticket: TurnTicket,
-    state: _TurnState,
-    chat: Any,
-    emit: Callable[[OutboundModel], Awaitable[bool]],
-    browser: Any,
-    call: Any,
-) -> None:
-    sid = ticket.session_id
-    args = call.arguments if call.arguments is not None else {}
-    masked = await secret_view(call.name, args, browser)  # what the panel and journal see
-    shown = trim_args(masked)
-    await emit(ChatToolCall(session_id=sid, call_id=call.id, tool=call.name, args=shown))
-    await emit(EventActivity(session_id=sid, event="tool_start", tool=call.name, args=shown))
-    page_changing = deps.tools.is_page_changing(call.name)
-    chat.tool_call(ticket.turn_id, call.id, call.name, masked, page_changing)
-    if call.arguments is None:
-        result = deps.tools.bad_arguments(call.name, call.arguments_error or "not a JSON object")
-    else:
-        state.in_flight = (call.id, call.name, page_changing, time.monotonic())
-        result = await deps.tools.run(ticket, browser, call.name, args, call.id, shown=masked)
-        state.in_flight = None
-    chat.tool_result(
-        ticket.turn_id,
-        call.id,
-        result.outcome,
-        result.summary,
-        result.content_text,
-        keep=not deps.tools.reads_secrets(call.name),
-    )
-    state.tool_calls.append({"callId": call.id, "tool": call.name, "ok": result.outcome == "ok"})
-    tool_result = ChatToolResult(
-        session_id=sid,
-        call_id=call.id,
-        ok=result.outcome == "ok",
-        summary=result.summary,
-        duration_ms=result.duration_ms,
-        outcome=result.outcome if ticket.protocol >= 2 else None,
-    )
-    if not await emit(tool_result):
-        state.undelivered.append(tool_result)
-    await emit(
-        EventActivity(
-            session_id=sid, event="tool_end", tool=call.name, duration_ms=result.duration_ms
-        )
-    )

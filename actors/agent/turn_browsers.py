@@ -7,9 +7,14 @@
   :mod:`actors.agent.asking`).
 - **release_control**: the turn ended; v2 ``control.release`` through the CDPProxy of the browser
   connection it drove (protocol.md section 4).
+- **keep**: a local client's call is a turn of its own, but the client works on: its tab and its
+  snapshot's element numbers are kept between its calls (while the tab is open), so
+  ``inspect_page`` then ``click_index`` in the next call acts on the same page.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 from actors.agent.asking import UserAsking
 from actors.agent.links import Links
@@ -17,8 +22,18 @@ from actors.agent.route_table import RouteTable
 from actors.agent.turn_queue import TurnTicket
 from actors.browser.tabs import ProxyTabs
 from actors.tools.pinned_tab import TurnBrowser
+from messages.errors import BrowyError
 
 __all__ = ["TurnBrowsers"]
+
+
+@dataclass(slots=True)
+class _Kept:
+    """A local client's tab and snapshot tokens between its calls."""
+
+    tab_id: int
+    tokens: dict[int, str] = field(default_factory=dict)
+    secret_indices: dict[int, set[int]] = field(default_factory=dict)
 
 
 class TurnBrowsers:
@@ -26,6 +41,7 @@ class TurnBrowsers:
         self._table = table
         self._links = links
         self._asking = asking
+        self._kept: dict[str, _Kept] = {}
 
     async def browser_for(self, ticket: TurnTicket) -> TurnBrowser | None:
         """Pin the (connection, tab) this turn works on, or None if it may not drive tabs."""
@@ -36,17 +52,51 @@ class TurnBrowsers:
         if link is None:
             return None
         tabs = ProxyTabs(link.calls, ticket.session_id, ticket.turn_id, window_id=entry.window_id)
+        kept = await self._kept_tab(ticket.session_id, tabs) if entry.browser_link_id else None
         browser = await TurnBrowser.pin(
             tabs=tabs,
             session_id=ticket.session_id,
             owner_id=ticket.turn_id,
-            inspected_tab_id=entry.inspected_tab_id,
+            inspected_tab_id=kept.tab_id if kept is not None else entry.inspected_tab_id,
             window_id=entry.window_id,
             allow_file=False,
         )
+        if kept is not None:
+            browser.tokens.update(kept.tokens)
+            browser.secret_indices.update({k: set(v) for k, v in kept.secret_indices.items()})
         if entry.browser_link_id is not None and browser.tab_id is not None:
             await self._asking.take_control(entry.link.link_id, link, browser.tab_id)
         return browser
+
+    async def _kept_tab(self, session_id: str, tabs: ProxyTabs) -> _Kept | None:
+        kept = self._kept.get(session_id)
+        if kept is None:
+            return None
+        try:
+            open_tabs = {t.get("tabId") for t in await tabs.list()}
+        except BrowyError:
+            return kept  # cannot tell: the tab's own calls will say if it is gone
+        if kept.tab_id not in open_tabs:
+            del self._kept[session_id]  # closed: the next call starts on the active tab
+            return None
+        return kept
+
+    def keep(self, session_id: str, browser: TurnBrowser | None) -> None:
+        """A local client's call ended: keep its tab and snapshot tokens for its next call."""
+        if browser is None or browser.tab_id is None:
+            return
+        self._kept[session_id] = _Kept(
+            tab_id=browser.tab_id,
+            tokens=dict(browser.tokens),
+            secret_indices={k: set(v) for k, v in browser.secret_indices.items()},
+        )
+
+    def resume(self, session_id: str, tab_id: int) -> None:
+        """A local client came back (after a daemon restart) saying which tab it worked in."""
+        self._kept.setdefault(session_id, _Kept(tab_id=tab_id))
+
+    def forget(self, session_id: str) -> None:
+        self._kept.pop(session_id, None)
 
     def browser_link(self, ticket: TurnTicket) -> int:
         """The browser connection this turn's tools act on (its own, or a local client's)."""

@@ -27,7 +27,8 @@ from actors.agent.agent_config import AgentSettings
 from actors.agent.end_delivery import replay_outcome
 from actors.agent.links import LinkHandle, Links, Outbox
 from actors.agent.route_table import RouteTable
-from actors.agent.turn import TurnDeps, TurnRequest, run_turn
+from actors.agent.turn import run_turn
+from actors.agent.turn_parts import ToolRequest, TurnDeps, TurnRequest
 from actors.agent.turn_queue import CancelReason, Queued, Refused, TurnTicket
 from actors.agent.turn_scheduler import (
     CancelTurns,
@@ -40,7 +41,7 @@ from actors.runtime.errors import ActorError
 from actors.runtime.live_ref import LiveRef
 from actors.store.chat_store import ChatStore
 from messages.errors import ErrorCode
-from messages.wire_inbound import ChatSend
+from messages.wire_inbound import ChatSend, ToolCall
 from messages.wire_outbound import ChatDone, ChatQueued, EventActivity
 
 #: Starts ``run`` as a temporary task child named ``name``; returns its task.
@@ -93,7 +94,26 @@ class TurnLauncher:
         )
 
     async def chat_send(self, conn: LinkHandle, send: ChatSend) -> None:
-        sid = send.session_id
+        await self._submit(conn, send.session_id, send.turn_id, send.text, None)
+
+    async def tool_call(self, conn: LinkHandle, call: ToolCall) -> None:
+        """``tool.call`` (a local client): one tool, as a turn without the model."""
+        await self._submit(
+            conn,
+            call.session_id,
+            call.turn_id,
+            f"{call.tool} (tool call)",
+            ToolRequest(name=call.tool, args=dict(call.args)),
+        )
+
+    async def _submit(
+        self,
+        conn: LinkHandle,
+        sid: str,
+        client_turn_id: str | None,
+        text: str,
+        tool: ToolRequest | None,
+    ) -> None:
         entry = self._table.lookup(sid)
         if entry is None or entry.link.link_id != conn.info.link_id:
             await conn.writer.end_turn_with_error(
@@ -102,20 +122,20 @@ class TurnLauncher:
                 f"session {sid} is not registered on this connection",
             )
             return
-        turn_id = send.turn_id or f"t-{secrets.token_hex(8)}"
-        if send.turn_id:
-            stored = self._store.chat(entry.scope, sid).find_turn(send.turn_id)
+        turn_id = client_turn_id or f"t-{secrets.token_hex(8)}"
+        if client_turn_id:
+            stored = self._store.chat(entry.scope, sid).find_turn(client_turn_id)
             if stored is not None and stored.ended:
                 await replay_outcome(conn, sid, stored)
                 return
-            if stored is not None or send.turn_id in self._texts:
+            if stored is not None or client_turn_id in self._texts:
                 return  # the same turn is still in flight: its one end will come
-            if self._board.in_flight(send.turn_id):
+            if self._board.in_flight(client_turn_id):
                 return
         ticket = TurnTicket(
             turn_id=turn_id, session_id=sid, link_id=conn.info.link_id, protocol=conn.info.protocol
         )
-        self._texts[turn_id] = TurnRequest(ticket=ticket, text=send.text, scope=entry.scope)
+        self._texts[turn_id] = TurnRequest(ticket=ticket, text=text, scope=entry.scope, tool=tool)
         try:
             # Never re-submitted: a submit that met a crash may already have been queued (and
             # ended by the crashed scheduler), so it is ended here only if nobody ended it.
@@ -129,13 +149,13 @@ class TurnLauncher:
                     sid,
                     ErrorCode.INTERNAL,
                     "The host could not start this turn; try again.",
-                    send.turn_id,
+                    client_turn_id,
                 )
             return
         if isinstance(decision, Refused):
             self._texts.pop(turn_id, None)
             await conn.writer.end_turn_with_error(
-                sid, decision.code, "This chat already has a turn in progress.", send.turn_id
+                sid, decision.code, "This chat already has a turn in progress.", client_turn_id
             )
         elif isinstance(decision, Queued) and conn.info.protocol >= 2:
             await conn.send(ChatQueued(session_id=sid, turn_id=turn_id, position=decision.position))

@@ -4,10 +4,11 @@ Everything the daemon sends to a browser goes through the link's writer: turns (
 tool cards and ends), the CDPProxy (``cdp.send``, ``tab.*``, ``cdp.cancel``,
 ``control.release``) and the Connection (replies). It owns what every frame must respect:
 
-- **1 MiB.** No frame for Chrome exceeds 1,048,576 bytes (protocol.md section 5): a
+- **1 MiB for Chrome.** No frame for Chrome exceeds 1,048,576 bytes (protocol.md section 5): a
   ``chat.done`` whose text is too long keeps its end; anything else too large is refused (logged,
   ``False``), and ``cdp.send`` raises :class:`~messages.errors.FrameTooLarge` to its caller, since
-  a command is never trimmed.
+  a command is never trimmed. A local client (CLI, MCP) reads the link itself, not through
+  Chrome: its frames may be up to :data:`LOCAL_CLIENT_MAX_FRAME` (a screenshot's image).
 - **Whole frames, in order.** Sends from several tasks are serialised by a lock, so frames never
   interleave and backpressure (``drain``) applies to each writer in turn.
 
@@ -33,7 +34,10 @@ from messages.wire_browser import CdpSend
 from messages.wire_inbound import SessionStart
 from messages.wire_outbound import ChatDone, ChatError, EventActivity
 
-__all__ = ["ConnectionInfo", "LinkWriter"]
+__all__ = ["LOCAL_CLIENT_MAX_FRAME", "ConnectionInfo", "LinkWriter"]
+
+#: The largest frame for a local client's link (its reader is ours, not Chrome).
+LOCAL_CLIENT_MAX_FRAME = 32 * 1024 * 1024
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +51,15 @@ class ConnectionInfo:
     origin: str
     protocol: int = 1
     install_id: str | None = None
+    #: The ``client`` of the extension's hello: "extension", or a local client's own name
+    #: (an MCP client's ``clientInfo.name``).
+    client: str = ""
     sessions: dict[str, SessionStart] = field(default_factory=dict)
+
+    @property
+    def max_frame(self) -> int:
+        """What the other end may be sent in one frame."""
+        return MAX_OUTBOUND_FRAME if self.role == "relay" else LOCAL_CLIENT_MAX_FRAME
 
     @property
     def v2(self) -> bool:
@@ -75,19 +87,21 @@ class LinkWriter:
         except LocalError:
             log.exception("link %d: could not encode a %s", self.info.link_id, type(msg).__name__)
             return False
-        if len(payload) > MAX_OUTBOUND_FRAME and isinstance(msg, ChatDone):
+        limit = self.info.max_frame
+        if len(payload) > limit and isinstance(msg, ChatDone):
             # chat.done carries the whole turn's text; keep its end within the limit.
             keep = MAX_OUTBOUND_FRAME // 2
             msg = msg.model_copy(update={"text": "[… earlier text trimmed]\n" + msg.text[-keep:]})
             payload = dump_outbound(msg)
-        if len(payload) > MAX_OUTBOUND_FRAME:
+        if len(payload) > limit:
             if isinstance(msg, CdpSend):
                 raise FrameTooLarge(f"{len(payload)} bytes")
             log.error(
-                "link %d: refused a %d-byte %s (Chrome's limit is 1 MiB)",
+                "link %d: refused a %d-byte %s (its limit is %d bytes)",
                 self.info.link_id,
                 len(payload),
                 getattr(msg, "type", "?"),
+                limit,
             )
             return False
         async with self._lock:

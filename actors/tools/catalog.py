@@ -49,10 +49,12 @@ from actors.tools.reading import register_reading_tools
 from actors.tools.registry import Registry
 from actors.tools.tool_def import ApprovalMode, ToolPolicy
 from actors.tools.user_tools import SKILLS_DIR, V2_ONLY_TOOLS, register_user_tools
+from messages.wire_outbound import ToolSpec
 
 __all__ = [
     "HOST_SIDE_TOOLS",
     "ToolCatalog",
+    "ToolHints",
     "ToolSettings",
     "build_registry",
     "default_registry",
@@ -67,6 +69,10 @@ HOST_SIDE_TOOLS = frozenset(
         "run_script", "await_user", "ask_user", "get_skill",
     }
 )  # fmt: skip
+
+
+#: Browser tools that read or write the host's files: for MCP clients, host tools too.
+BROWSER_FILE_TOOLS = frozenset({"pdf_export", "download_file", "upload_file", "upload_index"})
 
 
 def register_browser_tools(reg: Registry) -> None:
@@ -109,6 +115,32 @@ class ToolSettings:
     secret_reads: str = "ask"
 
 
+#: Page-changing tools that change where the tab is, not what a page holds: not destructive.
+_NOT_DESTRUCTIVE = frozenset(
+    {
+        "navigate", "new_tab", "switch_tab", "scroll", "hover", "hover_index", "focus_index",
+        "set_viewport", "wait_for", "press_key", "screenshot", "pdf_export",
+    }
+)  # fmt: skip
+#: Tools that act on the host alone (no page, no network): a closed world.
+_CLOSED_WORLD = frozenset(
+    {
+        "save_file", "read_file", "list_files", "delete_file", "note_set", "note_get",
+        "note_list", "note_delete", "write_file", "grep", "glob", "get_skill", "ask_user",
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolHints:
+    """What a client may assume of a tool (MCP's annotations), set truthfully per tool."""
+
+    title: str
+    read_only: bool  # changes nothing anywhere
+    destructive: bool  # may do what cannot be undone (submit, delete, pay, run code)
+    open_world: bool  # reaches pages and the network
+
+
 class ToolCatalog:
     """The registry read for a session: its policy, the tools offered to its model, and what a
     tool is. Reads only; the registry does not change once built."""
@@ -141,6 +173,49 @@ class ToolCatalog:
             )
 
         return self.registry.definitions(policy, keep)
+
+    def client_definitions(
+        self, policy: ToolPolicy, *, host_tools: frozenset[str]
+    ) -> list[dict[str, Any]]:
+        """The tools a local client (``browy mcp``) may call: the browser's, and of the
+        host-side ones only those in *host_tools* (``[mcp] host_tools``)."""
+
+        def keep(name: str) -> bool:
+            if name in ("ask_user", "await_user"):
+                return False  # they ask the panel's user: a client asks its own
+            host_side = name in HOST_SIDE_TOOLS or name in BROWSER_FILE_TOOLS
+            return not host_side or name in host_tools
+
+        return self.registry.definitions(policy, keep)
+
+    def client_specs(self, policy: ToolPolicy, host_tools: frozenset[str]) -> list[ToolSpec]:
+        """:meth:`client_definitions` as a client lists them: schema, title, what each does."""
+        out: list[ToolSpec] = []
+        for definition in self.client_definitions(policy, host_tools=host_tools):
+            fn = definition["function"]
+            hints = self.hints(fn["name"])
+            out.append(
+                ToolSpec(
+                    name=fn["name"],
+                    title=hints.title,
+                    description=fn["description"],
+                    input_schema=fn["parameters"],
+                    read_only=hints.read_only,
+                    destructive=hints.destructive,
+                    open_world=hints.open_world,
+                )
+            )
+        return out
+
+    def hints(self, name: str) -> ToolHints:
+        tool = self.registry.get(name)
+        changing = bool(tool and (tool.page_changing or tool.host_code))
+        return ToolHints(
+            title=name.replace("_", " ").capitalize(),
+            read_only=not changing and name not in ("save_file", "delete_file"),
+            destructive=changing and name not in _NOT_DESTRUCTIVE,
+            open_world=name not in _CLOSED_WORLD,
+        )
 
     def needs_browser(self, name: str) -> bool:
         """Is ``name`` a tool that acts on a browser tab (not offered to a session without one)?"""

@@ -32,6 +32,14 @@ const DECISIONS = [
   ['deny', () => t('approvalDeny'), 'danger'],
 ];
 
+/** @type {[string, () => string, string][]} the same four answers when an MCP client asks to use the browser (`tool: "mcp_client"`) */
+const CLIENT_DECISIONS = [
+  ['allow', () => t('approvalAllowOnce'), 'primary'],
+  ['allow_session', () => t('mcpAllowSession'), ''],
+  ['allow_site', () => t('mcpAllowAlways'), ''],
+  ['deny', () => t('approvalDeny'), 'danger'],
+];
+
 /**
  * Wire `buttons` of `card` to a guard: clicks that are not deliberate are swallowed; the buttons
  * stay disabled until the guard is armed.
@@ -86,26 +94,28 @@ function settle(card, text, hooks) {
  */
 export function approvalCard(m, sessionId, hooks) {
   const guard = new DeliberateActivation({ now: hooks.now, armMs: hooks.armMs });
-  const title = h('div', { class: 'prompt-title', text: t('approvalTitle', m.tool ?? '') });
+  const client = m.tool === 'mcp_client' ? String(m.args?.client ?? '') : null;
+  const heading = client !== null ? t('mcpClientTitle', client) : t('approvalTitle', m.tool ?? '');
+  const title = h('div', { class: 'prompt-title', text: heading });
   const card = h(
     'section',
     { class: `prompt approval risk-${m.risk ?? 'unknown'}`, role: 'group', 'aria-label': t('approvalLabel'), tabindex: '-1' },
     title,
     h('div', { text: m.summary ?? '' }),
     m.origin ? h('div', { class: 'muted', text: t('approvalSite', m.origin) }) : null,
-    h('pre', { class: 'tool-args', text: brief(m.args, 1000) }),
+    client !== null ? null : h('pre', { class: 'tool-args', text: brief(m.args, 1000) }),
   );
   const row = h('div', { class: 'prompt-buttons' });
   /** @type {[HTMLButtonElement, () => void][]} */
   const buttons = [];
-  for (const [decision, labelOf, cls] of DECISIONS) {
+  for (const [decision, labelOf, cls] of client !== null ? CLIENT_DECISIONS : DECISIONS) {
     const label = labelOf();
     const button = /** @type {HTMLButtonElement} */ (h('button', { type: 'button', class: cls, 'data-decision': decision, text: label }));
     buttons.push([
       button,
       () => {
         hooks.send({ type: 'approval.response', sessionId, approvalId: m.approvalId, decision });
-        settle(card, t('approvalAnswered', m.tool ?? '', label), hooks);
+        settle(card, t('approvalAnswered', client ?? m.tool ?? '', label), hooks);
       },
     ]);
     row.append(button);

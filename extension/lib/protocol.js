@@ -59,6 +59,9 @@ export const HOST_TO_EXT = Object.freeze({
   usage: 'panel',
   'config.result': 'panel',
   'doctor.result': 'panel',
+  // v2, one tool run without the model (local clients such as `browy mcp`; a panel may too)
+  'tool.call.result': 'panel',
+  'tools.list.result': 'panel',
   ping: 'native',
   pong: 'native',
   error: 'native', // PROTOCOL_MISMATCH / ORIGIN_FORBIDDEN handled there; others routed to panels
@@ -87,6 +90,8 @@ export const EXT_TO_HOST = Object.freeze({
   'config.get': 'panel',
   'config.set': 'panel',
   'doctor.run': 'panel',
+  'tool.call': 'panel',
+  'tools.list': 'panel',
   ping: 'sw',
   pong: 'sw',
 });

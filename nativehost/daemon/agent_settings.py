@@ -46,6 +46,8 @@ def agent_settings(home: Path, config: Config, version: str) -> AgentSettings:
         approval_mode=config.tools.approval_mode,
         v1_approval_mode=config.tools.v1_approval_mode,
         secret_reads=config.tools.secret_reads,
+        mcp_clients=frozenset(config.mcp.allowed_clients),
+        mcp_host_tools=frozenset(config.mcp.host_tools),
         allow_local_clients=config.daemon.allow_local_clients,
         disabled_tools=frozenset(config.tools.disabled_tools),
         version=version,

@@ -114,6 +114,12 @@ class HostSettings:
         """(values, schema) as the file says (the environment is not shown or changed here)."""
         return self._values(load_config(self.home, env={})), self._schema()
 
+    def allow_mcp_client(self, name: str) -> None:
+        """Add *name* to ``[mcp] allowed_clients`` (the user chose "always" in the panel)."""
+        current = load_config(self.home, env={}).mcp.allowed_clients
+        if name not in current:
+            set_config_value(self.home, "mcp.allowed_clients", [*current, name])
+
     def set(self, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """Apply *values* (dotted keys) all or nothing; raise :class:`SettingsError`."""
         path = config_path(self.home)

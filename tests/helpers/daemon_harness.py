@@ -26,8 +26,9 @@ from nativehost.link import open_link
 ORIGIN = "chrome-extension://kmfpcmoidebagkbcjhngabjpcgedcmna/"
 
 
-#: Answers one browser request (cdp.send / tab.*) like the extension: (ok, result, error).
-BrowserFn = Callable[[dict[str, Any]], tuple[bool, Any, str | None]]
+#: Answers one browser request (cdp.send / tab.*) like the extension: (ok, result, error), or
+#: None to leave it unanswered (a page that never answers).
+BrowserFn = Callable[[dict[str, Any]], tuple[bool, Any, str | None] | None]
 
 BROWSER_REQUESTS = frozenset(
     {"cdp.send", "tab.new", "tab.activate", "tab.list", "tab.getActive", "tab.close"}
@@ -47,6 +48,8 @@ class FakeTab:
         info = {"tabId": 7, "url": self.url, "title": "Example", "active": True, "windowId": 1}
         if msg["type"] == "tab.getActive":
             return True, info, None
+        if msg["type"] == "tab.list":
+            return True, [info], None
         if msg["type"] != "cdp.send":
             return False, None, "not supported by the fake tab"
         method, params = msg.get("method"), msg.get("params") or {}
@@ -98,7 +101,10 @@ class LinkPeer:
                     self.log.append(msg)
                     if self.browser is not None and msg.get("type") in BROWSER_REQUESTS:
                         self.browser_calls.append(msg)
-                        ok, result, error = self.browser(msg)
+                        answered = self.browser(msg)
+                        if answered is None:
+                            continue
+                        ok, result, error = answered
                         answer = {"type": "tool.result", "sessionId": msg["sessionId"],
                                   "callId": msg["callId"], "ok": ok}  # fmt: skip
                         if ok:

@@ -45,6 +45,7 @@ PROTOCOL_INBOUND = {
     "chat.history", "chat.delete",
     # section 4 (v2)
     "approval.response", "user.answer", "config.get", "config.set", "doctor.run", "ping", "pong",
+    "tool.call", "tools.list",
 }  # fmt: skip
 PROTOCOL_OUTBOUND = {
     # section 3 (v1)
@@ -55,6 +56,7 @@ PROTOCOL_OUTBOUND = {
     # section 4 (v2)
     "chat.queued", "tab.close", "cdp.cancel", "control.release", "approval.request", "user.ask",
     "usage", "config.result", "doctor.result", "ping", "pong", "error",
+    "tool.call.result", "tools.list.result",
 }  # fmt: skip
 
 

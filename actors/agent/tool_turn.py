@@ -1,0 +1,117 @@
+"""A turn without the model: one tool run for a local client (``tool.call``, e.g. ``browy mcp``).
+
+It is a turn like any other — queued by the TurnScheduler, journaled (``begin``, the call
+*sent* before it runs, its result, the ``end``), ended exactly once, and never replayed: a
+page-changing call cut by a cancel, a link drop or a crash is ``unknown`` — so a client's calls
+get the guarantees of a panel's turns (protocol.md sections 4 and 6). Before the end it sends
+``tool.call.result`` with the full content the tool returned (text, or parts with images).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from actors.agent.turn_parts import TurnDeps, TurnRequest, TurnState
+from actors.agent.turn_step import run_tool_step
+from actors.agent.wire_shapes import trim_args
+from actors.model.types import ToolCall
+from messages.errors import ErrorCode
+from messages.wire_base import OutboundModel
+from messages.wire_outbound import ToolCallResult
+
+__all__ = ["run_one_tool"]
+
+
+async def run_one_tool(
+    deps: TurnDeps,
+    req: TurnRequest,
+    state: TurnState,
+    chat: Any,
+    emit: Callable[[OutboundModel], Awaitable[bool]],
+) -> None:
+    """Run ``req.tool`` on the session's tab as this turn's one step."""
+    assert req.tool is not None
+    ticket = req.ticket
+    name, args = req.tool.name, req.tool.args
+    refusal = await _refusal(deps, ticket.session_id, name)
+    if refusal is not None:
+        code, text = refusal
+        await emit(
+            ToolCallResult(
+                session_id=ticket.session_id,
+                turn_id=ticket.turn_id,
+                call_id=f"call-{ticket.turn_id}",
+                outcome="error",
+                content=f"error {code}: {text}",
+                summary=f"{name}: {text}"[:300],
+                code=code,
+            )
+        )
+        state.texts.append(f"{name}: refused")
+        return
+    browser = await deps.browsers.browser_for(ticket)
+    shown = json.dumps(trim_args(args), ensure_ascii=False)
+    chat.begin_turn(ticket.turn_id, f"{name} {shown}", None)
+    call = ToolCall(
+        id=f"call-{ticket.turn_id}",
+        name=name,
+        arguments_json=json.dumps(args),
+        arguments=args,
+    )
+    # The journal's history shows it as an assistant's tool call, like a model's.
+    chat.assistant(
+        ticket.turn_id,
+        "",
+        tool_calls=[
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": name, "arguments": call.arguments_json},
+            }
+        ],
+    )
+    try:
+        result = await run_tool_step(deps, ticket, state, chat, emit, browser, call)
+    finally:
+        deps.browsers.keep(ticket.session_id, browser)
+    await emit(
+        ToolCallResult(
+            session_id=ticket.session_id,
+            turn_id=ticket.turn_id,
+            call_id=call.id,
+            outcome=result.outcome,
+            content=result.content_for_model,
+            summary=result.summary,
+            code=_code_of(result.content_text) if result.outcome != "ok" else None,
+            tab_id=browser.tab_id if browser is not None else None,
+        )
+    )
+    state.texts.append(result.summary)
+
+
+async def _refusal(deps: TurnDeps, session_id: str, name: str) -> tuple[str, str] | None:
+    """Why *name* may not run for this client now — (code, text) — or None. A tool that needs
+    a tab binds the session to a browser first, asking its user the first time."""
+    offered = {spec.name for spec in deps.tools.specs(session_id, host_tools=deps.host_tools())}
+    if name not in offered:
+        if deps.tools.catalog.registry.get(name) is None:
+            return ErrorCode.INVALID_MESSAGE.value, f"there is no tool named {name!r}"
+        return ErrorCode.TOOL_DISABLED.value, f"{name} is not offered to this client"
+    if deps.tools.catalog.needs_browser(name):
+        problem = await deps.grant_browser(session_id)
+        if problem is not None:
+            return problem[0].value, problem[1]
+    return None
+
+
+def _code_of(text: str) -> str | None:
+    """The stable code of a failed tool's content (``error CODE: …``), if it has one."""
+    if text.startswith("error "):
+        head = text[len("error ") :].split(":", 1)[0]
+        if head.isupper() and head.replace("_", "").isalpha():
+            return head
+    if text.startswith("INVALID_MESSAGE"):
+        return "INVALID_MESSAGE"
+    return None
