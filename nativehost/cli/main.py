@@ -47,6 +47,7 @@ from nativehost.cli.daemon_commands import (
     handle_daemon,
     handle_logs,
 )
+from nativehost.cli.mcp_commands import configure_mcp, handle_mcp
 from nativehost.cli.setup_commands import (
     configure_config,
     configure_doctor,
@@ -98,6 +99,11 @@ COMMANDS: dict[str, Command] = {
         passthrough=True,
     ),
     "chaos": Command("the fault-injection harness", lambda p: None, handle_chaos, passthrough=True),
+    "mcp": Command(
+        "serve your browser to an MCP client (Claude Code, Codex, Cursor, VS Code)",
+        configure_mcp,
+        handle_mcp,
+    ),
 }
 
 

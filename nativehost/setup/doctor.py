@@ -263,6 +263,23 @@ def _check_sandboxes(platform: Platform, native_found: bool) -> list[Check]:
     return checks
 
 
+def _check_mcp_clients(env: Mapping[str, str]) -> list[Check]:
+    """The MCP clients configured to start ``browy mcp`` (``browy mcp config``), if any."""
+    from nativehost.mcp.client_config import configured_clients
+
+    user_home = Path(env.get("HOME") or Path.home())
+    return [
+        Check(
+            f"mcp client {entry.client}",
+            True,
+            f"{entry.path}: " + (entry.problem or f"starts {entry.command} mcp"),
+            f"browy mcp config --client {entry.client} --write" if entry.problem else "",
+            warning=entry.problem is not None,
+        )
+        for entry in configured_clients(Path.cwd(), user_home)
+    ]
+
+
 # --------------------------------------------------------------------------------------------
 
 
@@ -327,4 +344,5 @@ def run_checks(
         checks.extend(_check_model(home, config, env))
     native_found = bool(platform.installed_browsers()) or bool(manifests)
     checks.extend(_check_sandboxes(platform, native_found))
+    checks.extend(_check_mcp_clients(env))
     return checks
