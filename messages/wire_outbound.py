@@ -29,6 +29,7 @@ from messages.wire_browser import (
     TabList,
     TabNew,
 )
+from messages.wire_clients import ToolCallResult, ToolsListResult
 from messages.wire_inbound import Ping, Pong
 
 __all__ = [
@@ -60,10 +61,7 @@ __all__ = [
     "OutboundMessage",
     "SdkReady",
     "SessionReady",
-    "ToolCallResult",
     "ToolRow",
-    "ToolSpec",
-    "ToolsListResult",
     "Usage",
     "UserAsk",
     "UserRow",
@@ -233,42 +231,6 @@ class ChatDeleteResult(OutboundModel):
 
 
 # --- v2 only, section 4 ---------------------------------------------------------------------------
-
-
-class ToolCallResult(OutboundModel):
-    """v2, local clients: what one ``tool.call`` did — its outcome (``unknown``: a page-changing
-    call that was sent but not answered; never repeated), the full content the tool returned
-    (text, or parts with images), its summary and, when it failed, the stable code."""
-
-    type: Literal["tool.call.result"] = "tool.call.result"
-    session_id: str
-    turn_id: str
-    call_id: str
-    outcome: Literal["ok", "error", "unknown"]
-    content: str | list[dict[str, Any]]
-    summary: str
-    code: str | None = None
-    #: The tab the client works in after the call (sent back as ``session.start``'s
-    #: ``inspectedTabId`` when it reconnects).
-    tab_id: int | None = None
-
-
-class ToolSpec(OutboundModel):
-    """One tool as a local client lists it: the registry's schema, a title and what it does."""
-
-    name: str
-    title: str
-    description: str
-    input_schema: dict[str, Any]
-    read_only: bool
-    destructive: bool
-    open_world: bool
-
-
-class ToolsListResult(OutboundModel):
-    type: Literal["tools.list.result"] = "tools.list.result"
-    session_id: str
-    tools: Sequence[ToolSpec]
 
 
 class ChatQueued(OutboundModel):

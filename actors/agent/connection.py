@@ -46,6 +46,7 @@ from actors.runtime.ref import Overflow
 from messages.codec import MAX_OUTBOUND_FRAME, decode_message
 from messages.errors import ErrorCode, InvalidMessage, UnknownMessageType
 from messages.wire import parse_inbound
+from messages.wire_clients import ToolsListResult
 from messages.wire_inbound import (
     ApprovalResponse,
     AuthSignin,
@@ -84,7 +85,6 @@ from messages.wire_outbound import (
     ModelsList,
     SdkReady,
     SessionReady,
-    ToolsListResult,
 )
 
 

@@ -31,7 +31,7 @@ from actors.tools.catalog import ToolCatalog
 from actors.tools.pinned_tab import TurnBrowser
 from actors.tools.tool_def import ApprovalRequestInfo
 from actors.tools.user_tools import AskUserArgs
-from messages.wire_outbound import ToolSpec
+from messages.wire_clients import ToolSpec
 
 __all__ = ["START_TIMEOUT_S", "ToolCalls"]
 

@@ -19,7 +19,7 @@ from actors.agent.wire_shapes import trim_args
 from actors.model.types import ToolCall
 from messages.errors import ErrorCode
 from messages.wire_base import OutboundModel
-from messages.wire_outbound import ToolCallResult
+from messages.wire_clients import ToolCallResult
 
 __all__ = ["run_one_tool"]
 

@@ -49,7 +49,7 @@ from actors.tools.reading import register_reading_tools
 from actors.tools.registry import Registry
 from actors.tools.tool_def import ApprovalMode, ToolPolicy
 from actors.tools.user_tools import SKILLS_DIR, V2_ONLY_TOOLS, register_user_tools
-from messages.wire_outbound import ToolSpec
+from messages.wire_clients import ToolSpec
 
 __all__ = [
     "HOST_SIDE_TOOLS",
