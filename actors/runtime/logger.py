@@ -210,8 +210,18 @@ class LogSink:
     def post(self, text: str, on_done: Callable[[object, BaseException | None], None]) -> None:
         handle = self._handle
         if handle is not None and not handle.closing.is_set():
+
+            def done(result: object, error: BaseException | None) -> None:
+                # Refused because the Logger stopped with it still queued (a supervisor's
+                # stop at exit): written here instead, so a last line is never lost.
+                try:
+                    if error is not None:
+                        self.write_now(text)
+                finally:
+                    on_done(result, error)
+
             try:
-                handle.post(WriteLines(text=text), on_done)
+                handle.post(WriteLines(text=text), done)
                 return
             except ActorError:
                 pass

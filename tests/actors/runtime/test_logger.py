@@ -115,3 +115,29 @@ def test_the_rotating_logger_rotates_the_log_other_processes_append_to(tmp_path:
     assert not relay_log.exists()  # the relays start the next one when they next write
     assert (tmp_path / "relay.log.1").read_text().endswith("one more line\n")  # exactly one copy
     assert sorted(p.name for p in tmp_path.iterdir()) == ["host.log", "relay.log.1"]
+
+
+def test_lines_still_queued_when_the_logger_is_stopped_are_written_not_lost(
+    tmp_path: Path,
+) -> None:
+    """A supervisor stops its Logger child without draining (at a relay's exit, say): the lines
+    logged just before it — "stdin closed; exiting" — are written all the same."""
+    path = tmp_path / "relay.log"
+    handle = install_logging(path, logger=logging.getLogger("browy.test.stopped"), rotate=False)
+    logger_handle = handle.sink._handle
+    assert logger_handle is not None
+    gate = threading.Event()
+    blocker = Logger(path, max_bytes=1 << 20, rotate=False)
+    real_handle = blocker.handle
+    blocker.handle = lambda msg: (gate.wait(5), real_handle(msg))[1]  # type: ignore[method-assign]
+    held = start_thread_actor(blocker, name="held-logger")
+    handle.sink.attach(held)  # the old incarnation drains; the held one takes the next lines
+    log = logging.getLogger("browy.test.stopped")
+    log.setLevel(logging.INFO)
+    for n in range(20):
+        log.info("line %d", n)
+    held.request_stop()  # as a supervisor does: refuse what is queued
+    gate.set()
+    handle.close()
+    text = path.read_text()
+    assert all(f"line {n}" in text for n in range(20)), text
