@@ -43,6 +43,9 @@ class TabNew(_BrowserCall):
     type: Literal["tab.new"] = "tab.new"
     url: str | None = None
     active: bool | None = None
+    #: v2, capability ``tab.groups``: put the new tab in this window's tab group of that title
+    #: (made if missing) — an MCP client's tabs are grouped under its name.
+    group: str | None = None
 
 
 class TabActivate(_BrowserCall):

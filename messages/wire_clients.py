@@ -1,5 +1,6 @@
 """Host -> local client wire messages (protocol.md section 4): what a local client (``browy
-mcp``) is told about its tools and their calls.
+mcp``) is told about its tools and their calls; and what a browser's panels are told about the
+MCP clients driving that browser (``clients.list``).
 
 Part of :data:`messages.wire_outbound.OutboundMessage`; same conventions as
 :mod:`messages.wire_outbound`.
@@ -10,7 +11,7 @@ from typing import Any, Literal
 
 from messages.wire_base import OutboundModel
 
-__all__ = ["ToolCallResult", "ToolSpec", "ToolsListResult"]
+__all__ = ["ClientInfo", "ClientsList", "ToolCallResult", "ToolSpec", "ToolsListResult"]
 
 
 class ToolCallResult(OutboundModel):
@@ -47,3 +48,22 @@ class ToolsListResult(OutboundModel):
     type: Literal["tools.list.result"] = "tools.list.result"
     session_id: str
     tools: Sequence[ToolSpec]
+
+
+class ClientInfo(OutboundModel):
+    """One MCP client driving the browser: its id (its session), its name, whether a call of
+    it is running, and the tabs it holds (opened, or handed to it)."""
+
+    client_id: str
+    name: str
+    busy: bool
+    tabs: Sequence[int]
+
+
+class ClientsList(OutboundModel):
+    """v2, capability ``clients``: the MCP clients driving this panel's browser (sent when they
+    change, and when the panel registers)."""
+
+    type: Literal["clients.list"] = "clients.list"
+    session_id: str
+    clients: Sequence[ClientInfo]

@@ -21,6 +21,8 @@ __all__ = [
     "ChatHistory",
     "ChatList",
     "ChatSend",
+    "ClientHandTab",
+    "ClientStop",
     "ConfigGet",
     "ConfigSet",
     "DoctorRun",
@@ -107,6 +109,24 @@ class ToolsListRequest(InboundModel):
 
     type: Literal["tools.list"] = "tools.list"
     session_id: str
+
+
+class ClientStop(InboundModel):
+    """v2, a panel: stop the MCP client ``client_id`` driving this browser — its running call is
+    cancelled, and it must be allowed again."""
+
+    type: Literal["client.stop"] = "client.stop"
+    session_id: str
+    client_id: str
+
+
+class ClientHandTab(InboundModel):
+    """v2, a panel: hand the tab ``tab_id`` to the MCP client ``client_id`` (it works there)."""
+
+    type: Literal["client.hand_tab"] = "client.hand_tab"
+    session_id: str
+    client_id: str
+    tab_id: int
 
 
 class ChatCancel(InboundModel):
@@ -220,6 +240,8 @@ InboundMessage = Annotated[
     | ChatSend
     | ToolCall
     | ToolsListRequest
+    | ClientStop
+    | ClientHandTab
     | ChatCancel
     | HistoryClear
     | ToolResult

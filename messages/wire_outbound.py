@@ -29,7 +29,7 @@ from messages.wire_browser import (
     TabList,
     TabNew,
 )
-from messages.wire_clients import ToolCallResult, ToolsListResult
+from messages.wire_clients import ClientsList, ToolCallResult, ToolsListResult
 from messages.wire_inbound import Ping, Pong
 
 __all__ = [
@@ -327,6 +327,7 @@ OutboundMessage = Annotated[
     | ChatQueued
     | ToolCallResult
     | ToolsListResult
+    | ClientsList
     | TabClose
     | CdpCancel
     | ControlRelease

@@ -32,6 +32,7 @@ from typing import Any
 from actors.agent.agent_config import AgentConfig, AgentSettings, HostServices
 from actors.agent.asking import UserAsking
 from actors.agent.chats import Chats
+from actors.agent.clients import Clients
 from actors.agent.connection import AgentFront
 from actors.agent.end_delivery import EndDelivery
 from actors.agent.links import Links, Outbox
@@ -108,7 +109,10 @@ class Agent:
             scheduler=self.scheduler,
             timeout_s=lambda: self.config.settings.approval_timeout_s,
         )
-        self.browsers = TurnBrowsers(table=self.table, links=self.links, asking=self.asking)
+        self.clients = Clients(table=self.table, links=self.links, asking=self.asking)
+        self.browsers = TurnBrowsers(
+            table=self.table, links=self.links, asking=self.asking, clients=self.clients
+        )
         self.tools = ToolCalls(
             table=self.table,
             catalog=self.catalog,
@@ -128,6 +132,7 @@ class Agent:
             prompts=self.prompts,
             asking=self.asking,
             browsers=self.browsers,
+            clients=self.clients,
             allow_local_clients=lambda: self.config.settings.allow_local_clients,
         )
         self.turn_deps = TurnDeps(
@@ -142,6 +147,7 @@ class Agent:
             max_iterations=lambda: self.config.settings.max_iterations,
             grant_browser=self.sessions.grant_browser,
             host_tools=lambda: self.config.settings.mcp_host_tools,
+            clients=self.clients,
         )
         self.launcher = TurnLauncher(
             table=self.table,

@@ -167,6 +167,36 @@ class UserAsking:
         finally:
             self.prompts.close(ask_id)
 
+    async def _ask_panel(
+        self,
+        browser: LinkHandle,
+        panel: SessionEntry,
+        tool: str,
+        args: dict[str, Any],
+        summary: str,
+    ) -> str:
+        """Put a high-risk question about a local client in *panel* (of *browser*) and wait for
+        the decision; no answer within the approval timeout is ``deny``."""
+        approval_id, fut = self.prompts.open_approval(panel.session_id)
+        try:
+            await browser.send(
+                ApprovalRequest(
+                    session_id=panel.session_id,
+                    approval_id=approval_id,
+                    tool=tool,
+                    args=args,
+                    summary=summary,
+                    risk="high",
+                    origin="",
+                )
+            )
+            async with asyncio.timeout(self._timeout_s()):
+                return str(await fut)
+        except TimeoutError:
+            return "deny"
+        finally:
+            self.prompts.close(approval_id)
+
     def client_allowed(self, client: LinkHandle) -> bool:
         """Was the MCP client on *client* allowed already (this connection, or by name)?"""
         return (client.info.client or "") in self._clients_allowed or (
@@ -187,26 +217,14 @@ class UserAsking:
                 f"Open the Browy side panel in the browser to allow {name} (or set [daemon] "
                 "allow_local_clients = true, or add it to [mcp] allowed_clients)."
             )
-        approval_id, fut = self.prompts.open_approval(panel.session_id)
-        try:
-            await browser.send(
-                ApprovalRequest(
-                    session_id=panel.session_id,
-                    approval_id=approval_id,
-                    tool="mcp_client",
-                    args={"client": name},
-                    summary=f"{name} wants to use this browser through Browy (MCP). Allow once, "
-                    "for this session, always, or deny.",
-                    risk="high",
-                    origin="",
-                )
-            )
-            async with asyncio.timeout(self._timeout_s()):
-                decision = await fut
-        except TimeoutError:
-            decision = "deny"
-        finally:
-            self.prompts.close(approval_id)
+        decision = await self._ask_panel(
+            browser,
+            panel,
+            "mcp_client",
+            {"client": name},
+            f"{name} wants to use this browser through Browy (MCP). Allow once, for this "
+            "session, always, or deny.",
+        )
         if decision == "deny":
             return f"The browser's user did not allow {name}."
         if decision == "allow_site":
@@ -215,6 +233,28 @@ class UserAsking:
             self._clients_allowed.add(name)
         self._links_allowed.add(client.link_id)
         return None
+
+    def revoke_client(self, client: LinkHandle) -> None:
+        """The user stopped this MCP client: it must be allowed again (unless the config allows
+        it)."""
+        self._clients_allowed.discard(client.info.client or "")
+        self._links_allowed.discard(client.link_id)
+
+    async def tab_consent(self, client: LinkHandle, browser: LinkHandle, tab_id: int) -> bool:
+        """Ask the browser's user whether the MCP client may use one of the user's own tabs (not
+        one it opened or was handed). No panel to ask, no answer in time, or deny: no."""
+        panel = self._panel_of(browser.link_id)
+        if panel is None:
+            return False
+        name = client.info.client or "an MCP client"
+        decision = await self._ask_panel(
+            browser,
+            panel,
+            "mcp_tab",
+            {"client": name, "tabId": tab_id},
+            f"{name} wants to use one of your tabs (tab {tab_id}).",
+        )
+        return decision != "deny"
 
     async def take_control(self, client_link: int, browser_conn: LinkHandle, tab_id: int) -> None:
         """Ask the browser's user before a local client first drives one of its tabs.
@@ -230,26 +270,14 @@ class UserAsking:
             return
         panel = self._panel_of(browser_conn.info.link_id)
         if panel is not None:
-            approval_id, fut = self.prompts.open_approval(panel.session_id)
             role = client.info.role if client is not None else "cli"
-            try:
-                await browser_conn.send(
-                    ApprovalRequest(
-                        session_id=panel.session_id,
-                        approval_id=approval_id,
-                        tool="take_control",
-                        args={"client": role, "tabId": tab_id},
-                        summary=f"A local {role} client wants to drive this browser's tab",
-                        risk="high",
-                        origin="",
-                    )
-                )
-                async with asyncio.timeout(self._timeout_s()):
-                    decision = await fut
-            except TimeoutError:
-                decision = "deny"
-            finally:
-                self.prompts.close(approval_id)
+            decision = await self._ask_panel(
+                browser_conn,
+                panel,
+                "take_control",
+                {"client": role, "tabId": tab_id},
+                f"A local {role} client wants to drive this browser's tab",
+            )
             if decision == "deny":
                 raise BrowyError(
                     "The browser's user did not allow this client to take control.",

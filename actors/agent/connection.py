@@ -56,6 +56,8 @@ from messages.wire_inbound import (
     ChatHistory,
     ChatList,
     ChatSend,
+    ClientHandTab,
+    ClientStop,
     ConfigGet,
     ConfigSet,
     DoctorRun,
@@ -211,6 +213,10 @@ class Connection(Actor[Inbound]):
                     ),
                 )
             )
+        elif isinstance(parsed, ClientStop):
+            await front.sessions.client_stop(link, parsed)
+        elif isinstance(parsed, ClientHandTab):
+            await front.sessions.hand_tab(link, parsed)
         elif isinstance(parsed, ChatCancel):
             await front.turns.chat_cancel(link, parsed.session_id, parsed.turn_id)
         elif isinstance(parsed, ModelsListRequest):
@@ -288,6 +294,7 @@ class Connection(Actor[Inbound]):
         self.info.protocol = max(common)
         self.info.install_id = hello.install_id
         self.info.client = hello.client
+        self.info.capabilities = frozenset(hello.capabilities or ())
         if self.info.protocol >= 2:
             await self.send(
                 HelloAck(

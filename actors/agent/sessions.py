@@ -20,11 +20,18 @@ from collections.abc import Callable
 
 from actors.agent.agent_config import AgentConfig
 from actors.agent.asking import UserAsking
+from actors.agent.clients import Clients
 from actors.agent.end_delivery import EndDelivery
 from actors.agent.links import LinkHandle, Links
 from actors.agent.model_side import ModelSide
 from actors.agent.prompts import PromptBroker
-from actors.agent.route_table import LinkFacts, RegisterOutcome, RegisterResult, RouteTable
+from actors.agent.route_table import (
+    LinkFacts,
+    RegisterOutcome,
+    RegisterResult,
+    RouteTable,
+    SessionEntry,
+)
 from actors.agent.session_router import DropLink, Register, RouterMsg, Unregister
 from actors.agent.turn_browsers import TurnBrowsers
 from actors.agent.turn_queue import CancelReason
@@ -32,7 +39,7 @@ from actors.agent.turn_scheduler import CancelTurns, DropLinkTurns, SchedulerMsg
 from actors.browser.tool_worker import ForgetSession, WorkerMsg
 from actors.runtime.live_ref import LiveRef
 from messages.errors import ErrorCode
-from messages.wire_inbound import SessionStart
+from messages.wire_inbound import ClientHandTab, ClientStop, SessionStart
 from messages.wire_outbound import ChatError, ErrorMessage, EventActivity, SessionReady
 
 #: How long a registration waits for the router.
@@ -59,6 +66,7 @@ class Sessions:
         prompts: PromptBroker,
         asking: UserAsking,
         browsers: TurnBrowsers,
+        clients: Clients,
         allow_local_clients: Callable[[], bool],
     ) -> None:
         self._table = table
@@ -72,6 +80,7 @@ class Sessions:
         self._prompts = prompts
         self._asking = asking
         self._browsers = browsers
+        self._clients = clients
         self._allow_local_clients = allow_local_clients
 
     # -- links ------------------------------------------------------------------------------------
@@ -86,6 +95,8 @@ class Sessions:
         self._links.remove(link_id)
         for entry in self._table.sessions_of(link_id):
             self._browsers.forget(entry.session_id)
+        for session_id in self._clients.of_link(link_id):
+            await self._clients.gone(session_id)
         await self._scheduler.tell_again(DropLinkTurns(link_id=link_id))
         await self._router.ask_again(DropLink(link_id=link_id), timeout=ROUTER_TIMEOUT_S)
 
@@ -151,12 +162,24 @@ class Sessions:
             )
             if problem is not None:
                 return ErrorCode.APPROVAL_DENIED, problem
+        await self._rebind(entry, browser.link_id)
+        await self._clients.bound(session_id, conn.info.client, conn.link_id, browser.link_id)
+        resumed = self._browsers.kept_tab(session_id)  # it came back (a daemon restart)
+        if resumed is not None:
+            await self._clients.add_tab(session_id, resumed)
+        return None
+
+    async def _rebind(self, entry: SessionEntry, browser_link_id: int | None) -> None:
+        """Register a local client's session again, bound to *browser_link_id* (or to none)."""
+        capabilities = {c for c in entry.capabilities if c != "cdp.activeTab"}
+        if browser_link_id is not None:
+            capabilities.add("cdp.activeTab")
         await self._router.ask_again(
             Register(
                 link=entry.link,
-                session_id=session_id,
-                browser_link_id=browser.link_id,
-                capabilities=(*entry.capabilities, "cdp.activeTab"),
+                session_id=entry.session_id,
+                browser_link_id=browser_link_id,
+                capabilities=tuple(sorted(capabilities)),
                 model=entry.model,
                 inspected_tab_id=entry.inspected_tab_id,
                 window_id=entry.window_id,
@@ -165,10 +188,44 @@ class Sessions:
             ),
             timeout=ROUTER_TIMEOUT_S,
         )
-        return None
+
+    # -- what a panel may do about an MCP client (protocol.md section 4, ``clients``) ---------
+
+    async def client_stop(self, panel: LinkHandle, msg: ClientStop) -> None:
+        """The user stopped a client driving this browser: its running call is cancelled
+        (``unknown`` if it was changing the page; never repeated) and it must be allowed again."""
+        record = self._clients.get(msg.client_id)
+        entry = self._table.lookup(msg.client_id)
+        if record is None or entry is None or record.browser_link_id != panel.link_id:
+            return
+        await self._scheduler.tell_again(
+            CancelTurns(session_id=msg.client_id, reason=CancelReason.USER)
+        )
+        client = self._links.get(record.link_id)
+        if client is not None:
+            self._asking.revoke_client(client)
+            await client.send(
+                EventActivity(
+                    session_id=msg.client_id,
+                    event="status.error",
+                    text="stopped by the browser's user",
+                )
+            )
+        await self._rebind(entry, None)
+        self._browsers.forget(msg.client_id)
+        await self._clients.gone(msg.client_id)
+
+    async def hand_tab(self, panel: LinkHandle, msg: ClientHandTab) -> None:
+        """The user handed a tab to a client driving this browser: it works there next."""
+        record = self._clients.get(msg.client_id)
+        if record is None or record.browser_link_id != panel.link_id:
+            return
+        self._browsers.hand(msg.client_id, msg.tab_id)
+        await self._clients.add_tab(msg.client_id, msg.tab_id)
 
     async def session_start(self, conn: LinkHandle, start: SessionStart) -> None:
         capabilities = start.capabilities
+        resumed_tab: int | None = None
         if conn.info.role == "mcp":
             # Bound to a browser now only if the config allows this client; else the first
             # call that needs a tab asks the browser's user (grant_browser).
@@ -178,7 +235,8 @@ class Sessions:
             if start.inspected_tab_id is not None:
                 # The tab it worked in before it reconnected (a daemon restart): its next
                 # call starts there if that tab is still open.
-                self._browsers.resume(start.session_id, start.inspected_tab_id)
+                resumed_tab = start.inspected_tab_id
+                self._browsers.resume(start.session_id, resumed_tab)
                 start = start.model_copy(update={"inspected_tab_id": None})
         else:
             browser_link = self._browser_link_for_client(conn)
@@ -233,6 +291,14 @@ class Sessions:
         )
         await self._config.initial_push(conn)
         await self._ends.settle_cut_turn(conn, result)
+        if conn.is_browser:
+            await self._clients.show_to(conn, start.session_id)
+        elif conn.info.role == "mcp" and browser_link is not None:
+            await self._clients.bound(
+                start.session_id, conn.info.client, conn.link_id, browser_link
+            )
+            if resumed_tab is not None:
+                await self._clients.add_tab(start.session_id, resumed_tab)
 
     async def session_end(self, conn: LinkHandle, session_id: str) -> None:
         entry = self._table.lookup(session_id)
@@ -249,3 +315,4 @@ class Sessions:
         await self._worker.tell_again(ForgetSession(session_id=session_id))
         self._prompts.forget_session(session_id)
         self._browsers.forget(session_id)
+        await self._clients.gone(session_id)

@@ -35,23 +35,17 @@ async def run_one_tool(
     assert req.tool is not None
     ticket = req.ticket
     name, args = req.tool.name, req.tool.args
-    refusal = await _refusal(deps, ticket.session_id, name)
+    sid = ticket.session_id
+    refusal = await _refusal(deps, sid, name, args)
     if refusal is not None:
-        code, text = refusal
-        await emit(
-            ToolCallResult(
-                session_id=ticket.session_id,
-                turn_id=ticket.turn_id,
-                call_id=f"call-{ticket.turn_id}",
-                outcome="error",
-                content=f"error {code}: {text}",
-                summary=f"{name}: {text}"[:300],
-                code=code,
-            )
-        )
-        state.texts.append(f"{name}: refused")
+        await _refuse(emit, req, state, *refusal)
         return
     browser = await deps.browsers.browser_for(ticket)
+    client = deps.clients.get(sid)
+    needs_tab = deps.tools.catalog.needs_browser(name) and name not in _NO_TAB_NEEDED
+    if client is not None and needs_tab and (browser is None or browser.tab_id is None):
+        await _refuse(emit, req, state, ErrorCode.NO_CAPABILITY.value, _NO_TAB)
+        return
     shown = json.dumps(trim_args(args), ensure_ascii=False)
     chat.begin_turn(ticket.turn_id, f"{name} {shown}", None)
     call = ToolCall(
@@ -72,10 +66,14 @@ async def run_one_tool(
             }
         ],
     )
+    await deps.clients.set_busy(sid, True)
     try:
         result = await run_tool_step(deps, ticket, state, chat, emit, browser, call)
+        if name == "new_tab" and result.outcome == "ok" and browser and browser.tab_id:
+            await deps.clients.add_tab(sid, browser.tab_id)  # its own tab from now on
     finally:
-        deps.browsers.keep(ticket.session_id, browser)
+        deps.browsers.keep(sid, browser)
+        await deps.clients.set_busy(sid, False)
     await emit(
         ToolCallResult(
             session_id=ticket.session_id,
@@ -91,9 +89,44 @@ async def run_one_tool(
     state.texts.append(result.summary)
 
 
-async def _refusal(deps: TurnDeps, session_id: str, name: str) -> tuple[str, str] | None:
+#: Tools an MCP client may call before it has a tab of its own.
+_NO_TAB_NEEDED = frozenset({"new_tab", "list_tabs", "switch_tab"})
+_NO_TAB = (
+    "this client has no tab yet: open one with new_tab (it opens in the background), or ask "
+    "the user to hand you a tab from the Browy side panel"
+)
+
+
+async def _refuse(
+    emit: Callable[[OutboundModel], Awaitable[bool]],
+    req: TurnRequest,
+    state: TurnState,
+    code: str,
+    text: str,
+) -> None:
+    """The call is not run: say why (``tool.call.result``); the turn then ends."""
+    assert req.tool is not None
+    ticket = req.ticket
+    await emit(
+        ToolCallResult(
+            session_id=ticket.session_id,
+            turn_id=ticket.turn_id,
+            call_id=f"call-{ticket.turn_id}",
+            outcome="error",
+            content=f"error {code}: {text}",
+            summary=f"{req.tool.name}: {text}"[:300],
+            code=code,
+        )
+    )
+    state.texts.append(f"{req.tool.name}: refused")
+
+
+async def _refusal(
+    deps: TurnDeps, session_id: str, name: str, args: dict[str, Any]
+) -> tuple[str, str] | None:
     """Why *name* may not run for this client now — (code, text) — or None. A tool that needs
-    a tab binds the session to a browser first, asking its user the first time."""
+    a tab binds the session to a browser first, asking its user the first time; an MCP client
+    asking for a tab that is not its own (``switch_tab``, ``close_tab``) asks the user too."""
     offered = {spec.name for spec in deps.tools.specs(session_id, host_tools=deps.host_tools())}
     if name not in offered:
         if deps.tools.catalog.registry.get(name) is None:
@@ -103,6 +136,15 @@ async def _refusal(deps: TurnDeps, session_id: str, name: str) -> tuple[str, str
         problem = await deps.grant_browser(session_id)
         if problem is not None:
             return problem[0].value, problem[1]
+    tab = args.get("tab_id")
+    if (
+        name in ("switch_tab", "close_tab")
+        and isinstance(tab, int)
+        and deps.clients.get(session_id) is not None
+        and not deps.clients.owns(session_id, tab)
+        and not await deps.clients.ask_for_tab(session_id, tab)
+    ):
+        return ErrorCode.APPROVAL_DENIED.value, f"the browser's user did not let you use tab {tab}"
     return None
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from actors.agent.asking import UserAsking
-from actors.agent.links import Links
+from actors.agent.clients import Clients
+from actors.agent.links import LinkHandle, Links
 from actors.agent.route_table import RouteTable
 from actors.agent.turn_queue import TurnTicket
 from actors.browser.tabs import ProxyTabs
@@ -25,6 +26,11 @@ from actors.tools.pinned_tab import TurnBrowser
 from messages.errors import BrowyError
 
 __all__ = ["TurnBrowsers"]
+
+
+def _groups(browser: LinkHandle) -> bool:
+    """Does this browser connection put tabs in named groups (``tab.groups``, v2)?"""
+    return browser.info.protocol >= 2 and "tab.groups" in browser.info.capabilities
 
 
 @dataclass(slots=True)
@@ -37,10 +43,13 @@ class _Kept:
 
 
 class TurnBrowsers:
-    def __init__(self, *, table: RouteTable, links: Links, asking: UserAsking) -> None:
+    def __init__(
+        self, *, table: RouteTable, links: Links, asking: UserAsking, clients: Clients
+    ) -> None:
         self._table = table
         self._links = links
         self._asking = asking
+        self._clients = clients
         self._kept: dict[str, _Kept] = {}
 
     async def browser_for(self, ticket: TurnTicket) -> TurnBrowser | None:
@@ -51,8 +60,17 @@ class TurnBrowsers:
         link = self._links.get(entry.browser_link_id or ticket.link_id)
         if link is None:
             return None
-        tabs = ProxyTabs(link.calls, ticket.session_id, ticket.turn_id, window_id=entry.window_id)
+        client = self._clients.get(ticket.session_id)  # an MCP client: its own tabs only
+        tabs = ProxyTabs(
+            link.calls,
+            ticket.session_id,
+            ticket.turn_id,
+            window_id=entry.window_id,
+            group=client.name if client is not None and _groups(link) else None,
+        )
         kept = await self._kept_tab(ticket.session_id, tabs) if entry.browser_link_id else None
+        if client is not None and kept is not None and kept.tab_id not in client.tabs:
+            kept = None
         browser = await TurnBrowser.pin(
             tabs=tabs,
             session_id=ticket.session_id,
@@ -60,11 +78,12 @@ class TurnBrowsers:
             inspected_tab_id=kept.tab_id if kept is not None else entry.inspected_tab_id,
             window_id=entry.window_id,
             allow_file=False,
+            active_fallback=client is None,
         )
         if kept is not None:
             browser.tokens.update(kept.tokens)
             browser.secret_indices.update({k: set(v) for k, v in kept.secret_indices.items()})
-        if entry.browser_link_id is not None and browser.tab_id is not None:
+        if client is None and entry.browser_link_id is not None and browser.tab_id is not None:
             await self._asking.take_control(entry.link.link_id, link, browser.tab_id)
         return browser
 
@@ -78,12 +97,14 @@ class TurnBrowsers:
             return kept  # cannot tell: the tab's own calls will say if it is gone
         if kept.tab_id not in open_tabs:
             del self._kept[session_id]  # closed: the next call starts on the active tab
+            self._clients.drop_tab(session_id, kept.tab_id)
             return None
         return kept
 
     def keep(self, session_id: str, browser: TurnBrowser | None) -> None:
-        """A local client's call ended: keep its tab and snapshot tokens for its next call."""
-        if browser is None or browser.tab_id is None:
+        """A local client's call ended: keep its tab and snapshot tokens for its next call (not
+        if it was stopped meanwhile: a stopped client starts again with no tab)."""
+        if browser is None or browser.tab_id is None or self._clients.get(session_id) is None:
             return
         self._kept[session_id] = _Kept(
             tab_id=browser.tab_id,
@@ -91,9 +112,18 @@ class TurnBrowsers:
             secret_indices={k: set(v) for k, v in browser.secret_indices.items()},
         )
 
+    def kept_tab(self, session_id: str) -> int | None:
+        """The tab a local client's next call starts on, if one is kept."""
+        kept = self._kept.get(session_id)
+        return kept.tab_id if kept is not None else None
+
     def resume(self, session_id: str, tab_id: int) -> None:
         """A local client came back (after a daemon restart) saying which tab it worked in."""
         self._kept.setdefault(session_id, _Kept(tab_id=tab_id))
+
+    def hand(self, session_id: str, tab_id: int) -> None:
+        """The user handed the client this tab: its next call works there."""
+        self._kept[session_id] = _Kept(tab_id=tab_id)
 
     def forget(self, session_id: str) -> None:
         self._kept.pop(session_id, None)

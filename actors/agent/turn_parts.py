@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from actors.agent.clients import Clients
 from actors.agent.end_delivery import EndDelivery
 from actors.agent.links import Outbox
 from actors.agent.model_side import ModelSide
@@ -46,6 +47,8 @@ class TurnDeps:
     grant_browser: Callable[[str], Awaitable[tuple[ErrorCode, str] | None]]
     #: Host-side tools offered to local clients (``[mcp] host_tools``).
     host_tools: Callable[[], frozenset[str]]
+    #: The MCP clients bound to browsers: their own tabs, what the panels show.
+    clients: Clients
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -297,7 +297,9 @@ class CDPProxy(Actor[ProxyMsg]):
         if msg.op not in TAB_OPS:
             return CdpSend(**common, tab_id=msg.tab_id, method=msg.op, params=args)
         if msg.op == "tab.new":
-            return TabNew(**common, url=args.get("url"), active=args.get("active"))
+            return TabNew(
+                **common, url=args.get("url"), active=args.get("active"), group=args.get("group")
+            )
         if msg.op == "tab.activate":
             return TabActivate(**common, tab_id=int(args["tabId"]))
         if msg.op == "tab.list":

@@ -241,12 +241,15 @@ class ProxyTabs:
         *,
         window_id: int | None = None,
         timeout: float = 10.0,
+        group: str | None = None,
     ) -> None:
         self.calls = calls
         self.session_id = session_id
         self.owner_id = owner_id
         self.window_id = window_id
         self.timeout = timeout
+        #: New tabs go into the tab group of this title (an MCP client's name; v2 only).
+        self.group = group
 
     async def _op(self, op: TabOp, args: dict[str, Any] | None = None) -> Any:
         return await self.calls.tab(
@@ -254,7 +257,10 @@ class ProxyTabs:
         )
 
     async def new(self, url: str | None, *, active: bool = True) -> dict[str, Any]:
-        res = await self._op("tab.new", {"url": url, "active": active})
+        args: dict[str, Any] = {"url": url, "active": active}
+        if self.group:
+            args["group"] = self.group
+        res = await self._op("tab.new", args)
         return res if isinstance(res, dict) else {}
 
     async def list(self) -> list[dict[str, Any]]:

@@ -54,6 +54,8 @@ class ConnectionInfo:
     #: The ``client`` of the extension's hello: "extension", or a local client's own name
     #: (an MCP client's ``clientInfo.name``).
     client: str = ""
+    #: The capabilities its v2 hello announced (e.g. ``clients``, ``tab.groups``).
+    capabilities: frozenset[str] = frozenset()
     sessions: dict[str, SessionStart] = field(default_factory=dict)
 
     @property

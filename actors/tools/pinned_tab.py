@@ -64,7 +64,10 @@ class TurnBrowser:
         inspected_tab_id: int | None,
         window_id: int | None,
         allow_file: bool = False,
+        active_fallback: bool = True,
     ) -> TurnBrowser:
+        """The turn's browser on *inspected_tab_id*, else — with *active_fallback* — on the
+        active tab (an MCP client has none: it works in tabs of its own)."""
         browser = cls(
             tabs=tabs,
             session_id=session_id,
@@ -73,7 +76,7 @@ class TurnBrowser:
             window_id=window_id,
             allow_file=allow_file,
         )
-        if browser.tab_id is None:
+        if browser.tab_id is None and active_fallback:
             try:
                 active = await browser.tabs.active()
             except BrowyError as exc:

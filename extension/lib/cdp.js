@@ -357,7 +357,32 @@ export class CdpExecutor {
     /** @type {any} */
     const props = { url, active: msg.active !== false };
     if (typeof msg.windowId === 'number') props.windowId = msg.windowId;
-    return tabInfo(await this.chrome.tabs.create(props));
+    const tab = await this.chrome.tabs.create(props);
+    if (typeof msg.group === 'string' && msg.group) await this.group(tab, msg.group);
+    return tabInfo(tab);
+  }
+
+  /**
+   * Put `tab` in its window's tab group titled `title` (made if missing): an MCP client's tabs,
+   * grouped under its name (v2 `tab.new.group`, capability `tab.groups`). Tabs opened from a
+   * grouped tab join its group by Chrome's own rule. A failure leaves the tab ungrouped.
+   * @param {any} tab
+   * @param {string} title
+   */
+  async group(tab, title) {
+    const { tabs, tabGroups } = this.chrome;
+    if (!tabGroups || typeof tabs.group !== 'function') return;
+    try {
+      const [existing] = await tabGroups.query({ title, windowId: tab.windowId });
+      if (existing) {
+        await tabs.group({ groupId: existing.id, tabIds: [tab.id] });
+        return;
+      }
+      const groupId = await tabs.group({ tabIds: [tab.id], createProperties: { windowId: tab.windowId } });
+      await tabGroups.update(groupId, { title, color: 'purple', collapsed: false });
+    } catch (e) {
+      console.warn('[browy] could not group the tab', e);
+    }
   }
 
   /** @param {Msg} msg */

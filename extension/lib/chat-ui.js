@@ -14,10 +14,12 @@
  * (rich-text.js: highlighted code blocks with a Copy button; each final answer has a Copy button
  * that copies its markdown source). Helpers, each in its own module: prompts.js (approval and
  * question cards, focus rules), scroll-follow.js (follow the bottom only while the reader is
- * there; the "New messages" pill), chat-list.js (saved chats, Markdown export), i18n.js.
+ * there; the "New messages" pill), chat-list.js (saved chats, Markdown export), clients-bar.js
+ * (the MCP clients driving this browser: stop one, hand it a tab), i18n.js.
  */
 
 import { ChatList } from './chat-list.js';
+import { ClientsBar } from './clients-bar.js';
 import { brief, h } from './dom.js';
 import { t } from './i18n.js';
 import { PanelPort, shortId } from './panel-port.js';
@@ -95,7 +97,16 @@ export async function mountChat(root, opts) {
     notify: (text) => showNotice(text),
   });
   const chatList = chats.el;
-  root.replaceChildren(banner, header, chatList, notice, logArea, status, usageLine, form);
+  const clients = new ClientsBar({
+    send: (m) => port.send({ ...m, sessionId }),
+    activeTab: async () => {
+      if (typeof opts.inspectedTabId === 'number') return opts.inspectedTabId;
+      const query = typeof opts.windowId === 'number' ? { active: true, windowId: opts.windowId } : { active: true, lastFocusedWindow: true };
+      const [tab] = await chromeApi.tabs.query(query).catch(() => []);
+      return typeof tab?.id === 'number' ? tab.id : null;
+    },
+  });
+  root.replaceChildren(banner, header, clients.el, chatList, notice, logArea, status, usageLine, form);
 
   // ---- state --------------------------------------------------------------------------------
   let connState = 'connecting';
@@ -404,6 +415,9 @@ export async function mountChat(root, opts) {
         return;
       case 'approval.request':
         showPrompt(approvalCard(m, sessionId, promptHooks));
+        return;
+      case 'clients.list':
+        clients.update(m.clients);
         return;
       case 'user.ask':
         showPrompt(askCard(m, sessionId, promptHooks));

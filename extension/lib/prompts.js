@@ -40,6 +40,12 @@ const CLIENT_DECISIONS = [
   ['deny', () => t('approvalDeny'), 'danger'],
 ];
 
+/** @type {[string, () => string, string][]} one of the user's tabs for an MCP client: yes or no */
+const TAB_DECISIONS = [
+  ['allow', () => t('approvalAllowOnce'), 'primary'],
+  ['deny', () => t('approvalDeny'), 'danger'],
+];
+
 /**
  * Wire `buttons` of `card` to a guard: clicks that are not deliberate are swallowed; the buttons
  * stay disabled until the guard is armed.
@@ -94,8 +100,9 @@ function settle(card, text, hooks) {
  */
 export function approvalCard(m, sessionId, hooks) {
   const guard = new DeliberateActivation({ now: hooks.now, armMs: hooks.armMs });
-  const client = m.tool === 'mcp_client' ? String(m.args?.client ?? '') : null;
-  const heading = client !== null ? t('mcpClientTitle', client) : t('approvalTitle', m.tool ?? '');
+  const client = m.tool === 'mcp_client' || m.tool === 'mcp_tab' ? String(m.args?.client ?? '') : null;
+  const heading =
+    m.tool === 'mcp_tab' ? t('mcpTabTitle', client ?? '') : client !== null ? t('mcpClientTitle', client) : t('approvalTitle', m.tool ?? '');
   const title = h('div', { class: 'prompt-title', text: heading });
   const card = h(
     'section',
@@ -108,7 +115,8 @@ export function approvalCard(m, sessionId, hooks) {
   const row = h('div', { class: 'prompt-buttons' });
   /** @type {[HTMLButtonElement, () => void][]} */
   const buttons = [];
-  for (const [decision, labelOf, cls] of client !== null ? CLIENT_DECISIONS : DECISIONS) {
+  const decisions = m.tool === 'mcp_tab' ? TAB_DECISIONS : client !== null ? CLIENT_DECISIONS : DECISIONS;
+  for (const [decision, labelOf, cls] of decisions) {
     const label = labelOf();
     const button = /** @type {HTMLButtonElement} */ (h('button', { type: 'button', class: cls, 'data-decision': decision, text: label }));
     buttons.push([

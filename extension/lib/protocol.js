@@ -62,6 +62,8 @@ export const HOST_TO_EXT = Object.freeze({
   // v2, one tool run without the model (local clients such as `browy mcp`; a panel may too)
   'tool.call.result': 'panel',
   'tools.list.result': 'panel',
+  // v2, capability `clients`: the MCP clients driving this browser
+  'clients.list': 'panel',
   ping: 'native',
   pong: 'native',
   error: 'native', // PROTOCOL_MISMATCH / ORIGIN_FORBIDDEN handled there; others routed to panels
@@ -92,6 +94,8 @@ export const EXT_TO_HOST = Object.freeze({
   'doctor.run': 'panel',
   'tool.call': 'panel',
   'tools.list': 'panel',
+  'client.stop': 'panel',
+  'client.hand_tab': 'panel',
   ping: 'sw',
   pong: 'sw',
 });
@@ -99,6 +103,8 @@ export const EXT_TO_HOST = Object.freeze({
 /** Capabilities our hello announces (unknown ones are ignored by the host, section 4). */
 export const EXTENSION_CAPABILITIES = Object.freeze([
   'approvals',
+  'clients',
+  'tab.groups',
   'user.ask',
   'cdp.cancel',
   'cdp.events.filtered',

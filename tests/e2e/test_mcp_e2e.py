@@ -240,6 +240,59 @@ def test_two_clients_and_a_panel_turn_at_once_each_on_its_own_tab(world: World) 
         page.close()
 
 
+def test_the_panel_lists_the_client_groups_its_tabs_stops_it_and_hands_it_a_tab(
+    world: World,
+) -> None:
+    browser, site, panel = world.browser, world.site, world.panel
+    client = world.client("e2e-agent")
+    opened = client.call_now("new_tab", {"url": f"{site.url}/plain-P.html"})
+    match = re.search(r"opened tab (\d+)", text_of(opened))
+    assert not opened.is_error and match, text_of(opened)
+    own_tab = int(match.group(1))
+    # Its tabs are in a tab group named after it.
+    grouped = wait_until(
+        lambda: browser.worker.evaluate(
+            "async () => { const [g] = await chrome.tabGroups.query({title: 'e2e-agent'});"
+            " return g ? (await chrome.tabs.query({groupId: g.id})).length : 0; }"
+        ),
+        timeout=10,
+        what="the client's tab group",
+    )
+    assert grouped >= 1
+    # The panel lists it (other clients of the module are listed too: found by its tab).
+    mine = panel.page.locator(f'.clients .client[data-tabs*="{own_tab}"]')
+    wait_until(lambda: mine.count() == 1 or None, timeout=10, what="the client in the panel")
+    client_id = mine.get_attribute("data-client")
+    row = panel.page.locator(f'.clients .client[data-client="{client_id}"]')
+    assert "e2e-agent" in row.inner_text()
+    # Stop, while a navigation of it hangs: the call ends, nothing is repeated.
+    site.hold("stopped-nav")
+    try:
+        pending = client.call("navigate", {"url": f"{site.url}/hit/stopped-nav"})
+        site.wait_arrived("stopped-nav", timeout=10)
+        row.locator('button[data-action="stop"]').click()
+        stopped = pending.result(timeout=10)
+    finally:
+        site.release("stopped-nav")
+    assert stopped.is_error, text_of(stopped)
+    assert site.count("stopped-nav") == 1
+    # It must be allowed again (remembered clients are let in at once); then the user hands
+    # it the tab the panel's window shows: it works there.
+    assert not client.call_now("list_tabs", timeout=20).is_error
+    page, tab_id = open_site_tab(browser, f"{site.url}/form-A.html?handed=1")
+    page.bring_to_front()
+    wait_until(lambda: row.count() == 1 or None, timeout=10, what="the client listed again")
+    row.locator('button[data-action="hand"]').click()
+    wait_until(
+        lambda: tab_id in json.loads(row.get_attribute("data-tabs") or "[]") or None,
+        timeout=10,
+        what="the handed tab in the client's row",
+    )
+    info = client.call_now("get_page_info", timeout=20)
+    assert not info.is_error and "Greeter A" in text_of(info), text_of(info)
+    page.close()
+
+
 def test_a_cancelled_navigation_ends_at_once_and_the_next_call_works(world: World) -> None:
     client = world.client("e2e-agent")
     site = world.site

@@ -43,6 +43,7 @@ class FakeTab:
     def __init__(self, url: str = "https://example.test/") -> None:
         self.url = url
         self.loader = 1
+        self.opened: list[dict[str, Any]] = []  # the tab.new requests
 
     def __call__(self, msg: dict[str, Any]) -> tuple[bool, Any, str | None]:
         info = {"tabId": 7, "url": self.url, "title": "Example", "active": True, "windowId": 1}
@@ -50,6 +51,10 @@ class FakeTab:
             return True, info, None
         if msg["type"] == "tab.list":
             return True, [info], None
+        if msg["type"] == "tab.new":  # one tab only: "opening" one lands on it
+            self.url = str(msg.get("url") or "about:blank")
+            self.opened.append(msg)
+            return True, {**info, "url": self.url, "active": bool(msg.get("active"))}, None
         if msg["type"] != "cdp.send":
             return False, None, "not supported by the fake tab"
         method, params = msg.get("method"), msg.get("params") or {}
@@ -170,10 +175,14 @@ class LinkPeer:
                         seen.append(status)
                 seen.append(msg)
 
-    async def hello(self, protocol: int = 1, install_id: str = "install-1") -> dict[str, Any]:
+    async def hello(
+        self, protocol: int = 1, install_id: str = "install-1", capabilities: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
         msg: dict[str, Any] = {"type": "hello", "client": "extension", "protocol": protocol}
         if protocol >= 2:
-            msg.update(installId=install_id, extensionVersion="0.1.0", capabilities=[])
+            msg.update(
+                installId=install_id, extensionVersion="0.1.0", capabilities=list(capabilities)
+            )
         await self.send(msg)
         return (await self.until("hello.ack"))[0]
 

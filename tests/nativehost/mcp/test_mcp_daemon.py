@@ -44,10 +44,12 @@ async def _client(
         await mcp.close()
 
 
-async def _browser(harness: DaemonHarness, tab: Any = None) -> LinkPeer:
+async def _browser(
+    harness: DaemonHarness, tab: Any = None, capabilities: tuple[str, ...] = ()
+) -> LinkPeer:
     """A v2 browser connection with its side panel open (``sp-1``)."""
     peer = await harness.peer(tab or FakeTab())
-    await peer.hello(protocol=2)
+    await peer.hello(protocol=2, capabilities=capabilities)
     await peer.start("sp-1", tabs=True)
     return peer
 
@@ -76,14 +78,14 @@ async def test_consent_is_asked_once_in_the_panel_and_always_is_remembered(
             tools = await client.list_tools()  # listing asks nobody
             assert "navigate" in {t.name for t in tools.tools}
             call = asyncio.ensure_future(
-                client.call_tool("navigate", {"url": "https://example.test/a"})
+                client.call_tool("new_tab", {"url": "https://example.test/a"})
             )
             ask = await _answer_consent(peer, "allow_site")
             assert ask["args"] == {"client": "claude-code"} and ask["risk"] == "high"
-            # The navigation itself is guarded (approval_mode page-changing): asked in the
-            # browser's panel too, like a panel turn's.
-            guarded = await _answer_consent(peer, "allow", tool="navigate")
-            assert guarded["args"] == {"url": "https://example.test/a"}
+            # Opening a tab is guarded (approval_mode page-changing): asked in the browser's
+            # panel too, like a panel turn's.
+            guarded = await _answer_consent(peer, "allow", tool="new_tab")
+            assert guarded["args"]["url"] == "https://example.test/a"
             result = await asyncio.wait_for(call, 15)
             assert not result.is_error, _text(result)
             assert "example.test/a" in _text(result)
@@ -92,9 +94,9 @@ async def test_consent_is_asked_once_in_the_panel_and_always_is_remembered(
         # The same client again: not asked who it is, only about the guarded action.
         async with _client(harness.home, "claude-code") as client:
             call = asyncio.ensure_future(
-                client.call_tool("navigate", {"url": "https://example.test/b"})
+                client.call_tool("new_tab", {"url": "https://example.test/b"})
             )
-            await _answer_consent(peer, "allow", tool="navigate")
+            await _answer_consent(peer, "allow", tool="new_tab")
             result = await asyncio.wait_for(call, 15)
             assert not result.is_error, _text(result)
         consents = [m for m in peer.log if m.get("tool") == "mcp_client"]
@@ -106,13 +108,13 @@ async def test_a_denied_client_gets_a_clear_refusal_and_drives_nothing(tmp_path:
         peer = await _browser(harness)
         async with _client(harness.home, "sneaky") as client:
             call = asyncio.ensure_future(
-                client.call_tool("navigate", {"url": "https://example.test/x"})
+                client.call_tool("new_tab", {"url": "https://example.test/x"})
             )
             await _answer_consent(peer, "deny")
             result = await asyncio.wait_for(call, 15)
         assert result.is_error
         assert _text(result).startswith("error APPROVAL_DENIED") and "sneaky" in _text(result)
-        assert not [c for c in peer.browser_calls if c.get("method") == "Page.navigate"]
+        assert not [c for c in peer.browser_calls if c.get("type") == "tab.new"]
 
 
 async def test_without_a_panel_or_a_browser_the_client_is_told_what_to_do(
@@ -140,7 +142,7 @@ async def test_a_call_waits_for_a_browser_that_is_connecting(tmp_path: Path) -> 
         _client(harness.home) as client,
     ):
         call = asyncio.ensure_future(
-            client.call_tool("navigate", {"url": "https://example.test/late"})
+            client.call_tool("new_tab", {"url": "https://example.test/late"})
         )
         await asyncio.sleep(0.5)  # the call is waiting for a browser; one connects now
         assert not call.done()
@@ -155,6 +157,8 @@ async def test_allow_local_clients_lets_every_client_in_and_calls_are_journaled(
     async with DaemonHarness(tmp_path / "home", {"steps": []}, config=LOCAL_OK) as harness:
         peer = await _browser(harness)
         async with _client(harness.home, "codex") as client:
+            opened = await client.call_tool("new_tab", {"url": "https://example.test/i"})
+            assert not opened.is_error, _text(opened)
             result = await client.call_tool("navigate", {"url": "https://example.test/j"})
             assert not result.is_error, _text(result)
             bad = await client.call_tool("navigate", {"url": 42})
@@ -170,7 +174,8 @@ async def test_allow_local_clients_lets_every_client_in_and_calls_are_journaled(
         assert chats, "the client's calls are journaled"
         rows = harness.server.agent.store.chat("mcp", chats[0].id).turn_rows()
         tools = [r for _, turn in rows for r in turn if r.get("role") == "tool"]
-        assert [t["name"] for t in tools] == ["navigate"] and tools[0]["ok"]
+        assert [t["name"] for t in tools] == ["new_tab", "navigate"]
+        assert all(t["ok"] for t in tools)
 
 
 async def test_cancelling_a_call_cancels_the_browser_call_and_the_next_call_works(
@@ -187,6 +192,7 @@ async def test_cancelling_a_call_cancels_the_browser_call_and_the_next_call_work
     async with DaemonHarness(tmp_path / "home", {"steps": []}, config=LOCAL_OK) as harness:
         peer = await _browser(harness, browser)
         async with _client(harness.home) as client:
+            assert not (await client.call_tool("new_tab", {})).is_error
             with anyio.move_on_after(1.0) as scope:
                 await client.call_tool("navigate", {"url": "https://example.test/slow"})
             assert scope.cancelled_caught
@@ -217,6 +223,7 @@ async def test_a_daemon_restart_mid_call_ends_it_unknown_and_the_next_call_recon
     async with DaemonHarness(tmp_path / "home", {"steps": []}, config=LOCAL_OK) as harness:
         await _browser(harness, browser)
         async with _client(harness.home) as client:
+            assert not (await client.call_tool("new_tab", {})).is_error
             call = asyncio.ensure_future(
                 client.call_tool("navigate", {"url": "https://example.test/cut"})
             )
@@ -234,3 +241,82 @@ async def test_a_daemon_restart_mid_call_ends_it_unknown_and_the_next_call_recon
             await _browser(harness, browser)
             again = await client.call_tool("navigate", {"url": "https://example.test/next"})
             assert not again.is_error, _text(again)
+
+
+async def _listing(peer: LinkPeer, want: Any) -> list[dict[str, Any]]:
+    """The panel's next ``clients.list`` whose clients satisfy *want*."""
+    while True:
+        listed, _ = await peer.until("clients.list", session_id="sp-1")
+        if want(listed["clients"]):
+            return list(listed["clients"])
+
+
+async def test_a_client_works_in_its_own_tabs_and_asks_for_the_users(tmp_path: Path) -> None:
+    tab = FakeTab()
+    async with (
+        DaemonHarness(tmp_path / "home", {"steps": []}, config=LOCAL_OK) as harness,
+        _client(harness.home, "agent-x") as client,
+    ):
+        peer = await _browser(harness, tab, capabilities=("clients", "tab.groups"))
+        # No tab of its own yet: the user's active tab is not taken.
+        first = await client.call_tool("navigate", {"url": "https://example.test/n"})
+        assert first.is_error and "NO_CAPABILITY" in _text(first) and "new_tab" in _text(first)
+        assert not [c for c in peer.browser_calls if c.get("type") == "tab.getActive"]
+        # A tab of its own, in the background, in a group named after it.
+        assert not (await client.call_tool("new_tab", {"url": "https://example.test/o"})).is_error
+        assert tab.opened[-1]["group"] == "agent-x" and tab.opened[-1]["active"] is False
+        (listed,) = await _listing(peer, lambda c: c and c[0]["tabs"])
+        assert listed["name"] == "agent-x" and listed["tabs"] == [7]
+        assert not (await client.call_tool("navigate", {"url": "https://e.test/"})).is_error
+        # Another tab of the user's: asked in the panel first.
+        call = asyncio.ensure_future(client.call_tool("switch_tab", {"tab_id": 99}))
+        ask = await _answer_consent(peer, "deny", tool="mcp_tab")
+        assert ask["args"] == {"client": "agent-x", "tabId": 99}
+        refused = await asyncio.wait_for(call, 10)
+        assert refused.is_error and "APPROVAL_DENIED" in _text(refused)
+
+
+async def test_the_panel_stops_a_client_and_hands_it_a_tab(tmp_path: Path) -> None:
+    tab = FakeTab()
+    hold = {"on": True}
+
+    def browser(msg: dict[str, Any]) -> Any:
+        if hold["on"] and msg.get("method") == "Page.navigate":
+            return None
+        return tab(msg)
+
+    async with (
+        DaemonHarness(tmp_path / "home", {"steps": []}, config=NEVER_ASK) as harness,
+        _client(harness.home, "agent-y") as client,
+    ):
+        peer = await _browser(harness, browser, capabilities=("clients",))
+        call = asyncio.ensure_future(client.call_tool("new_tab", {}))
+        await _answer_consent(peer, "allow_session")
+        assert not (await asyncio.wait_for(call, 10)).is_error
+        (listed,) = await _listing(peer, lambda c: c and c[0]["tabs"])
+        client_id = listed["clientId"]
+        slow = asyncio.ensure_future(
+            client.call_tool("navigate", {"url": "https://example.test/held"})
+        )
+        while not [c for c in peer.browser_calls if c.get("method") == "Page.navigate"]:
+            await asyncio.sleep(0.02)
+        await peer.send({"type": "client.stop", "sessionId": "sp-1", "clientId": client_id})
+        stopped = await asyncio.wait_for(slow, 10)
+        assert stopped.is_error and "unknown" in _text(stopped).lower()
+        hold["on"] = False
+        # Stopped: it must be allowed again.
+        again = asyncio.ensure_future(client.call_tool("list_tabs", {}))
+        await _answer_consent(peer, "allow")
+        assert not (await asyncio.wait_for(again, 10)).is_error
+        # Handed a tab by the user: it works there.
+        (listed,) = await _listing(peer, lambda c: len(c) == 1 and not c[0]["tabs"])
+        await peer.send(
+            {"type": "client.hand_tab", "sessionId": "sp-1",
+             "clientId": listed["clientId"], "tabId": 7}
+        )  # fmt: skip
+        await _listing(peer, lambda c: c and c[0]["tabs"] == [7])
+        assert not (await client.call_tool("navigate", {"url": "https://e.test/h"})).is_error
+        navs = [
+            c["params"]["url"] for c in peer.browser_calls if c.get("method") == "Page.navigate"
+        ]
+        assert navs == ["https://example.test/held", "https://e.test/h"]  # never sent again
