@@ -104,14 +104,20 @@ class DaemonConfig(_Section):
 
 
 class ModelConfig(_Section):
-    """``[model]``: the model provider. ``api_key`` wins over ``api_key_file``."""
+    """``[model]``: the model provider. ``api_key`` wins over ``api_key_file``.
 
-    provider: Literal["openai", "anthropic"] = "openai"
+    ``provider = "copilot"`` drives the GitHub Copilot CLI (``@github/copilot``) through the
+    ``github-copilot-sdk``: no key or URL, the user signs in (``browy login copilot``);
+    ``cli_path`` names the CLI when it is not on PATH (else ``COPILOT_CLI_PATH``, then PATH).
+    """
+
+    provider: Literal["openai", "anthropic", "copilot"] = "openai"
     base_url: str | None = None
     api_key: SecretStr | None = None
     api_key_file: Path | None = None
     model: str | None = None
     request_timeout: float = Field(default=120.0, gt=0)
+    cli_path: Path | None = None
 
     @field_validator("base_url")
     @classmethod

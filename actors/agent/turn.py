@@ -97,6 +97,12 @@ async def run_turn(deps: TurnDeps, req: TurnRequest) -> None:
     try:
         await emit(EventActivity(session_id=sid, event="status.thinking"))
         step = _loop if req.tool is None else run_one_tool
+        if req.tool is None and getattr(deps.models.model(), "runs_own_loop", False):
+            # GitHub Copilot loops by itself; its tool calls still run through run_tool_step.
+            # (Imported here: the Copilot SDK is large and most daemons never need it.)
+            from actors.agent.copilot_turn import run_copilot_turn
+
+            step = run_copilot_turn
         await step(deps, req, state, chat, emit)
     except asyncio.CancelledError as exc:
         cancelled = exc
