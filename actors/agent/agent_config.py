@@ -22,11 +22,11 @@ from actors.agent.links import LinkHandle, Links
 from actors.agent.model_side import ModelSide, SignsIn
 from actors.agent.route_table import RouteTable
 from actors.agent.turn_scheduler import SchedulerMsg, SetLimit
+from actors.model.copilot_cli import DeviceCode
 from actors.model.types import ModelSettings
 from actors.runtime.live_ref import LiveRef
 from actors.tools.catalog import ToolSettings
 from actors.tools.tool_def import ApprovalMode
-from actors.model.copilot_cli import DeviceCode
 from messages.wire_outbound import AuthStatus, ModelsCurrent, ModelsList, SdkReady
 
 __all__ = ["AgentConfig", "AgentSettings", "HostServices", "approval_mode", "tool_settings"]
@@ -137,7 +137,8 @@ class AgentConfig:
             await self._broadcast(self._models.auth)
 
         try:
-            await gateway.sign_in(show)
+            if (await self._models.refresh_auth()).state != "ready":  # signed in elsewhere?
+                await gateway.sign_in(show)
         except Exception:  # a sign-in that could not run is reported by the check below
             log.exception("the provider's sign-in failed")
         finally:

@@ -187,6 +187,8 @@ class CopilotGateway:
             return AuthState(state="unknown", detail="Could not ask the Copilot CLI; see the log.")
         if status.isAuthenticated:
             return AuthState(state="ready")
+        # A sign-in made meanwhile (`browy login copilot`) is read by the next CLI started.
+        await self._drop(client)
         return AuthState(state="unauth", detail=f"GitHub Copilot is not signed in. {SIGN_IN_FIX}")
 
     async def list_models(self) -> list[ModelInfo]:
