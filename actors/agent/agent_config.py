@@ -67,6 +67,8 @@ class AgentSettings:
     allow_local_clients: bool = False
     #: Tools the host's config disables for every session (on top of the panels' toggles).
     disabled_tools: frozenset[str] = frozenset()
+    #: Host tools the host's config switches on for every session (``[tools]``).
+    enabled_host_tools: frozenset[str] = frozenset()
     #: Cookie and storage reads: "ask" every time (v1: refused), or "allow" (config ``[tools]``).
     secret_reads: str = "ask"
     #: MCP clients the user allowed for good (``[mcp] allowed_clients``, by clientInfo name).
@@ -197,6 +199,7 @@ def tool_settings(settings: AgentSettings) -> ToolSettings:
         approval_mode=approval_mode(settings.approval_mode),
         v1_approval_mode=approval_mode(settings.v1_approval_mode),
         disabled_tools=settings.disabled_tools,
+        enabled_host_tools=settings.enabled_host_tools,
         secret_reads=settings.secret_reads,
     )
 

@@ -60,5 +60,6 @@ def agent_settings(home: Path, config: Config, version: str) -> AgentSettings:
         mcp_host_tools=frozenset(config.mcp.host_tools),
         allow_local_clients=config.daemon.allow_local_clients,
         disabled_tools=frozenset(config.tools.disabled_tools),
+        enabled_host_tools=frozenset(config.tools.enabled_host_tools),
         version=version,
     )
