@@ -23,7 +23,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from actors.agent.system_prompt import SYSTEM_PROMPT
+from actors.agent.system_prompt import NO_BROWSER_CONTEXT, SYSTEM_PROMPT
 from actors.agent.turn_parts import TurnDeps, TurnRequest, TurnState
 from actors.agent.turn_step import run_tool_step
 from actors.agent.wire_shapes import split_delta
@@ -72,7 +72,7 @@ async def run_copilot_turn(
     model = deps.models.model()
     assert isinstance(model, CopilotGateway)
     browser = await deps.browsers.browser_for(ticket)
-    context = await browser.context_block() if browser is not None else None
+    context = await browser.context_block() if browser is not None else NO_BROWSER_CONTEXT
     earlier = chat.model_messages(max_turns=EARLIER_TURNS, full_turns=0)
     chat.begin_turn(ticket.turn_id, req.text, context)
     tools = deps.tools.definitions(sid, browser=browser is not None)
