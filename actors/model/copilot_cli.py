@@ -89,10 +89,12 @@ async def device_login(
     *,
     timeout: float = LOGIN_TIMEOUT_S,
     env: Mapping[str, str] | None = None,
+    echo: Callable[[str], None] | None = None,
 ) -> bool:
     """Run ``copilot login --device-code``; call *on_code* once with the URL and code; return
-    whether the CLI says the sign-in succeeded. The process is killed if *timeout* passes or the
-    caller is cancelled."""
+    whether the CLI says the sign-in succeeded. *echo* (a terminal) gets every line the CLI prints,
+    in case its wording is not what :func:`parse_device_prompt` expects; nothing is logged. The
+    process is killed if *timeout* passes or the caller is cancelled."""
     proc = await asyncio.create_subprocess_exec(
         cli,
         "login",
@@ -108,6 +110,8 @@ async def device_login(
     try:
         async with asyncio.timeout(timeout):
             while line := await proc.stdout.readline():
+                if echo is not None:
+                    echo(_ANSI.sub("", line.decode("utf-8", "replace")).rstrip())
                 if told:
                     continue  # drained, never logged: only the code matters
                 seen.append(line.decode("utf-8", "replace"))

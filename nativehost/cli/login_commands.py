@@ -37,8 +37,12 @@ def handle_login(args: argparse.Namespace, ctx: Context) -> int:
         ctx.out(device.instructions())
         ctx.out("Waiting for you to enter the code (Ctrl-C to give up)…")
 
+    def echo(line: str) -> None:
+        if line.strip():
+            ctx.out(f"  copilot: {line}")
+
     async def sign_in() -> str:
-        if not await device_login(cli, show):
+        if not await device_login(cli, show, echo=echo):
             return "failed"
         settings = ModelSettings(
             provider="copilot", base_url="", api_key=None, model="", cli_path=cli

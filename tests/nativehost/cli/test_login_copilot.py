@@ -26,6 +26,7 @@ def test_login_shows_the_code_and_url_then_says_it_is_signed_in(tmp_path: Path) 
     assert code == 0, err
     assert "open https://github.com/login/device and enter the code WDJB-MJHT" in out
     assert "Signed in to GitHub Copilot." in out
+    assert "  copilot: Signed in successfully as octocat." in out  # the CLI's own words, echoed
     assert "browy config set model.provider copilot" in out
     assert cli.authed
 
