@@ -82,11 +82,14 @@ function renderField(key, field, value) {
     /** @type {HTMLInputElement[]} */
     const boxes = [];
     const group = h('fieldset', { class: 'field toggles' }, h('legend', { text: label }), help);
+    /** @type {Record<string, string>} what each choice does, when the host says (host tools) */
+    const says = field.items.descriptions ?? {};
     for (const o of field.items.enum) {
       const box = /** @type {HTMLInputElement} */ (h('input', { type: 'checkbox', value: String(o) }));
       box.checked = chosen.has(o);
       boxes.push(box);
-      group.append(h('label', { class: 'toggle' }, box, String(o)));
+      const what = says[String(o)];
+      group.append(h('label', { class: what ? 'toggle described' : 'toggle' }, box, String(o), what ? h('small', { class: 'muted', text: ` — ${what}` }) : null));
     }
     return { el: group, read: () => boxes.filter((b) => b.checked).map((b) => b.value) };
   }

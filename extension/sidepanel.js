@@ -1,5 +1,5 @@
 // @ts-check
-/** Side panel: the shared chat UI with session id `sp-…`, kept per window in chrome.storage.session. */
+/** Side panel: the shared chat UI with session id `sp-…`, kept per window and, across browser restarts, in chrome.storage.local (lib/panel-chat-id.js). */
 
 import { mountChat } from './lib/chat-ui.js';
 import { localize } from './lib/i18n.js';

@@ -33,6 +33,7 @@ __all__ = [
     "DaemonConfig",
     "FilesConfig",
     "HostConfig",
+    "HostTool",
     "LinkTransport",
     "McpConfig",
     "ModelConfig",
@@ -41,6 +42,7 @@ __all__ = [
 ]
 
 ApprovalMode = Literal["never", "page-changing", "always"]
+HostTool = Literal["write_file", "bash", "grep", "glob", "web_fetch", "run_script"]
 LinkTransport = Literal["unix", "tcp"]
 
 
@@ -104,14 +106,20 @@ class DaemonConfig(_Section):
 
 
 class ModelConfig(_Section):
-    """``[model]``: the model provider. ``api_key`` wins over ``api_key_file``."""
+    """``[model]``: the model provider. ``api_key`` wins over ``api_key_file``.
 
-    provider: Literal["openai", "anthropic"] = "openai"
+    ``provider = "copilot"`` drives the GitHub Copilot CLI (``@github/copilot``) through the
+    ``github-copilot-sdk``: no key or URL, the user signs in (``browy login copilot``);
+    ``cli_path`` names the CLI when it is not on PATH (else ``COPILOT_CLI_PATH``, then PATH).
+    """
+
+    provider: Literal["openai", "anthropic", "copilot"] = "openai"
     base_url: str | None = None
     api_key: SecretStr | None = None
     api_key_file: Path | None = None
     model: str | None = None
     request_timeout: float = Field(default=120.0, gt=0)
+    cli_path: Path | None = None
 
     @field_validator("base_url")
     @classmethod
@@ -169,6 +177,10 @@ class ToolsConfig(_Section):
     # v1 panels cannot answer approval prompts (protocol.md section 3b): page-changing tools run.
     v1_approval_mode: ApprovalMode = "never"
     disabled_tools: tuple[str, ...] = ()
+    # Host tools switched on for every session, each off by default (the options page, or
+    # `browy config set tools.enabled_host_tools grep,glob`); bash and run_script
+    # also need allow_host_code.
+    enabled_host_tools: tuple[HostTool, ...] = ()
     # Tools that read the page's secrets (get_cookies, get_storage): "ask" the user every time,
     # never remembered (a v1 panel cannot answer: refused); "allow" runs them without asking.
     secret_reads: Literal["ask", "allow"] = "ask"

@@ -31,4 +31,4 @@ if ! .venv/bin/python -m pip install -q -e '.[test]' --config-settings editable_
   .venv/bin/python -m pip install -q -e '.[test]' 2>&1 | grep -v 'is ignored' || true
 fi
 rm -f "$pip_log"
-.venv/bin/python -c 'import messages, actors, supervisors, nativehost, pykka, openai, aiohttp, re2, mcp, tomlkit'
+.venv/bin/python -c 'import messages, actors, supervisors, nativehost, pykka, openai, aiohttp, re2, mcp, tomlkit, copilot'

@@ -19,14 +19,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from actors.agent.links import LinkHandle, Links
-from actors.agent.model_side import ModelSide
+from actors.agent.model_side import ModelSide, SignsIn
 from actors.agent.route_table import RouteTable
 from actors.agent.turn_scheduler import SchedulerMsg, SetLimit
+from actors.model.copilot_cli import DeviceCode
 from actors.model.types import ModelSettings
 from actors.runtime.live_ref import LiveRef
 from actors.tools.catalog import ToolSettings
 from actors.tools.tool_def import ApprovalMode
-from messages.wire_outbound import ModelsCurrent, ModelsList, SdkReady
+from messages.wire_outbound import AuthStatus, ModelsCurrent, ModelsList, SdkReady
 
 __all__ = ["AgentConfig", "AgentSettings", "HostServices", "approval_mode", "tool_settings"]
 
@@ -66,6 +67,8 @@ class AgentSettings:
     allow_local_clients: bool = False
     #: Tools the host's config disables for every session (on top of the panels' toggles).
     disabled_tools: frozenset[str] = frozenset()
+    #: Host tools the host's config switches on for every session (``[tools]``).
+    enabled_host_tools: frozenset[str] = frozenset()
     #: Cookie and storage reads: "ask" every time (v1: refused), or "allow" (config ``[tools]``).
     secret_reads: str = "ask"
     #: MCP clients the user allowed for good (``[mcp] allowed_clients``, by clientInfo name).
@@ -96,6 +99,7 @@ class AgentConfig:
         self._links = links
         self._scheduler = scheduler
         self._own = own  # runs a coroutine as a task the agent owns (awaited on stop)
+        self._signing_in = False
 
     @property
     def tools(self) -> ToolSettings:
@@ -109,9 +113,39 @@ class AgentConfig:
         except Exception:  # reported as unknown, never raised into the daemon
             log.exception("the provider check failed")
             return
+        await self._broadcast(status)
+
+    async def _broadcast(self, status: AuthStatus) -> None:
         for link in self._links.all():
             if link.is_browser or self._table.sessions_of(link.link_id):
                 await link.send(status)
+
+    async def sign_in(self, conn: LinkHandle) -> None:
+        """``auth.signin``: the provider's own sign-in when it has one (GitHub Copilot's device
+        flow: ``auth.status`` then carries the URL and code for the panel's banner, and the
+        answer once it is done); otherwise the provider is asked again."""
+        gateway = self._models.signs_in()
+        if gateway is None:
+            await conn.send(await self._models.refresh_auth())
+            return
+        if not self._signing_in:
+            self._signing_in = True
+            self._own(self._device_sign_in(gateway), "sign-in")
+        await conn.send(self._models.auth)
+
+    async def _device_sign_in(self, gateway: SignsIn) -> None:
+        async def show(device: DeviceCode) -> None:
+            self._models.auth = AuthStatus(state="unauth", detail=device.instructions())
+            await self._broadcast(self._models.auth)
+
+        try:
+            if (await self._models.refresh_auth()).state != "ready":  # signed in elsewhere?
+                await gateway.sign_in(show)
+        except Exception:  # a sign-in that could not run is reported by the check below
+            log.exception("the provider's sign-in failed")
+        finally:
+            self._signing_in = False
+        await self.check_auth()
 
     def apply(self, settings: AgentSettings) -> None:
         """The config changed (options page): new turns use the new model and policies."""
@@ -165,6 +199,7 @@ def tool_settings(settings: AgentSettings) -> ToolSettings:
         approval_mode=approval_mode(settings.approval_mode),
         v1_approval_mode=approval_mode(settings.v1_approval_mode),
         disabled_tools=settings.disabled_tools,
+        enabled_host_tools=settings.enabled_host_tools,
         secret_reads=settings.secret_reads,
     )
 

@@ -225,7 +225,7 @@ class Connection(Actor[Inbound]):
             front.models.set_model(parsed.id)
             await self.send(ModelsCurrent(id=front.models.model_id))
         elif isinstance(parsed, AuthSignin):
-            await self.send(await front.models.refresh_auth())
+            await front.config.sign_in(self.link)
         elif isinstance(parsed, ChatList):
             await front.chats.list(link)
         elif isinstance(parsed, ChatHistory):

@@ -12,13 +12,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
+from actors.model.copilot_cli import CodeSink
 from actors.model.providers import make_gateway
 from actors.model.types import ChatModel, ModelError, ModelSettings
 from messages.wire_outbound import AuthStatus, ModelInfo
 
-__all__ = ["NO_MODEL", "ModelSide"]
+__all__ = ["NO_MODEL", "ModelSide", "SignsIn"]
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +28,13 @@ NO_MODEL = (
     "BROWY_HOME/config.toml ([model] model, base_url, api_key) — the daemon inherits the "
     "browser's environment, not your shell's — or try `browy demo`."
 )
+
+
+@runtime_checkable
+class SignsIn(Protocol):
+    """A gateway with a sign-in of its own (GitHub Copilot's device flow)."""
+
+    async def sign_in(self, on_code: CodeSink) -> bool: ...
 
 
 class ModelSide:
@@ -68,6 +76,10 @@ class ModelSide:
         if self._gateway is None:
             raise ModelError("AUTH", self._problem or NO_MODEL)
         return self._gateway
+
+    def signs_in(self) -> SignsIn | None:
+        """The gateway, when it has a sign-in of its own."""
+        return self._gateway if isinstance(self._gateway, SignsIn) else None
 
     async def refresh_auth(self) -> AuthStatus:
         if self._gateway is None:

@@ -37,6 +37,8 @@ __all__ = ["START_TIMEOUT_S", "ToolCalls"]
 
 #: How long a call waits for the ToolWorker to take it (it answers as soon as the run started).
 START_TIMEOUT_S = 10.0
+#: Local clients' sessions whose offered host tools are remembered (the most recent ones).
+_CLIENTS_KEPT = 256
 
 
 class ToolCalls:
@@ -54,12 +56,16 @@ class ToolCalls:
         self._worker = worker
         self._asking = asking
         self._browsers = browsers
+        #: The host tools each local client's session was offered (``[mcp] host_tools``, as
+        #: :meth:`specs` listed them): they count as switched on for its calls.
+        self._client_host: dict[str, frozenset[str]] = {}
 
     def _toggles(self, session_id: str) -> tuple[frozenset[str], frozenset[str], int]:
         entry = self._table.lookup(session_id)
         if entry is None:
             return frozenset(), frozenset(), 1
-        return entry.disabled_tools, entry.enabled_host_tools, entry.link.protocol
+        client = self._client_host.get(session_id, frozenset())
+        return entry.disabled_tools, entry.enabled_host_tools | client, entry.link.protocol
 
     def definitions(self, session_id: str, *, browser: bool) -> list[dict[str, Any]]:
         disabled, host, protocol = self._toggles(session_id)
@@ -70,6 +76,10 @@ class ToolCalls:
         """The tools a local client's session may call, as it lists them (``tools.list``): the
         browser's (the first that needs a tab asks the user, :meth:`Sessions.grant_browser`) and
         the host-side ones in *host_tools*."""
+        self._client_host.pop(session_id, None)
+        self._client_host[session_id] = host_tools
+        while len(self._client_host) > _CLIENTS_KEPT:
+            del self._client_host[next(iter(self._client_host))]
         disabled, host, _ = self._toggles(session_id)
         return self.catalog.client_specs(self.catalog.policy(disabled, host, 2), host_tools)
 

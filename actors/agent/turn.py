@@ -31,7 +31,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from actors.agent.system_prompt import SYSTEM_PROMPT
+from actors.agent.system_prompt import NO_BROWSER_CONTEXT, SYSTEM_PROMPT
 from actors.agent.tool_turn import run_one_tool
 from actors.agent.turn_parts import TurnDeps, TurnRequest, TurnState
 from actors.agent.turn_queue import CancelReason, TurnTicket
@@ -97,6 +97,12 @@ async def run_turn(deps: TurnDeps, req: TurnRequest) -> None:
     try:
         await emit(EventActivity(session_id=sid, event="status.thinking"))
         step = _loop if req.tool is None else run_one_tool
+        if req.tool is None and getattr(deps.models.model(), "runs_own_loop", False):
+            # GitHub Copilot loops by itself; its tool calls still run through run_tool_step.
+            # (Imported here: the Copilot SDK is large and most daemons never need it.)
+            from actors.agent.copilot_turn import run_copilot_turn
+
+            step = run_copilot_turn
         await step(deps, req, state, chat, emit)
     except asyncio.CancelledError as exc:
         cancelled = exc
@@ -235,7 +241,7 @@ async def _loop(
     ticket = req.ticket
     sid = ticket.session_id
     browser = await deps.browsers.browser_for(ticket)
-    context = await browser.context_block() if browser is not None else None
+    context = await browser.context_block() if browser is not None else NO_BROWSER_CONTEXT
     chat.begin_turn(ticket.turn_id, req.text, context)
     tools = deps.tools.definitions(sid, browser=browser is not None)
     max_iterations = deps.max_iterations()

@@ -1,9 +1,11 @@
 """The gateway for a configured provider: :func:`make_gateway`.
 
 ``ModelSettings.provider`` names the provider: ``"openai"`` (any OpenAI-compatible server, through
-:class:`~actors.model.openai_gateway.ModelGateway`) or ``"anthropic"`` (the Messages API, through
-:class:`~actors.model.anthropic_gateway.AnthropicGateway`). The ``anthropic`` SDK is an optional
-dependency, so its gateway is imported only when it is asked for.
+:class:`~actors.model.openai_gateway.ModelGateway`), ``"anthropic"`` (the Messages API, through
+:class:`~actors.model.anthropic_gateway.AnthropicGateway`) or ``"copilot"`` (the GitHub Copilot
+CLI, through :class:`~actors.model.copilot_gateway.CopilotGateway`, which runs its own loop). The
+``anthropic`` SDK is an optional dependency, so its gateway is imported only when it is asked
+for; the Copilot SDK is large, so its gateway too.
 """
 
 from __future__ import annotations
@@ -36,8 +38,12 @@ def make_gateway(settings: ModelSettings) -> ChatModel:
                 "(pip install 'browy-host[anthropic]') and restart Browy.",
             ) from None
         return AnthropicGateway(settings)
+    if settings.provider == "copilot":
+        from actors.model.copilot_gateway import CopilotGateway
+
+        return CopilotGateway(settings)
     raise ModelError(
         "MODEL_ERROR",
         f"Unknown model provider '{settings.provider}' in [model] provider: "
-        "use 'openai' or 'anthropic'.",
+        "use 'openai', 'anthropic' or 'copilot'.",
     )

@@ -45,8 +45,11 @@ class ModelSettings:
     base_url: str
     api_key: str | None
     model: str
-    #: ``"openai"`` (any OpenAI-compatible server) or ``"anthropic"`` (the Messages API).
+    #: ``"openai"`` (any OpenAI-compatible server), ``"anthropic"`` (the Messages API) or
+    #: ``"copilot"`` (the GitHub Copilot CLI, through its SDK; no URL or key).
     provider: str = "openai"
+    #: The Copilot CLI (``[model] cli_path``); None: ``COPILOT_CLI_PATH``, then ``PATH``.
+    cli_path: str | None = None
     #: The answer's token limit. Anthropic requires one; the OpenAI gateway does not send it.
     max_output_tokens: int = 4096
     connect_timeout: float = 10.0

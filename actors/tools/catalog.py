@@ -110,6 +110,8 @@ class ToolSettings:
     approval_mode: ApprovalMode = "never"
     v1_approval_mode: ApprovalMode = "never"
     disabled_tools: frozenset[str] = frozenset()
+    #: Host tools the host's config switches on for every session (``[tools] enabled_host_tools``).
+    enabled_host_tools: frozenset[str] = frozenset()
     #: Cookie and storage reads: ``"ask"`` every time (a v1 panel cannot answer: refused), or
     #: ``"allow"`` without asking.
     secret_reads: str = "ask"
@@ -156,7 +158,7 @@ class ToolCatalog:
         settings = self._settings()
         return ToolPolicy(
             disabled=disabled | settings.disabled_tools,
-            enabled_host_tools=enabled_host,
+            enabled_host_tools=enabled_host | settings.enabled_host_tools,
             allow_host_code=settings.allow_host_code,
             approval_mode=settings.approval_mode if protocol >= 2 else settings.v1_approval_mode,
             allow_secret_reads=settings.secret_reads == "allow",

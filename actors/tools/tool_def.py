@@ -47,8 +47,9 @@ __all__ = [
 ApprovalMode = Literal["never", "page-changing", "always"]
 ContentPart = dict[str, Any]
 
-#: Tools that only ``enabledHostTools`` turns on (protocol.md 3b).
-HOST_TOOLS = frozenset({"write_file", "bash", "grep", "glob", "web_fetch"})
+#: Tools off until switched on: a panel's ``enabledHostTools`` (protocol.md 3b) or the host's
+#: ``[tools] enabled_host_tools`` (the options page, ``browy config``).
+HOST_TOOLS = frozenset({"write_file", "bash", "grep", "glob", "web_fetch", "run_script"})
 #: Tools that run code on the host: also need the host's own ``allow_host_code``.
 HOST_CODE_TOOLS = frozenset({"run_script", "bash"})
 

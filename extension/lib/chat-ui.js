@@ -9,7 +9,9 @@
  *   approval.request -> approval.response, user.ask -> user.answer,
  *   chat.list / chat.history / chat.delete, models.list / models.current / models.set,
  *   auth.status, sdk.ready, error, and the SW's `__state` banner with its fix.
- * The session id is kept in chrome.storage.session under `storageKey`, so reopening resumes the chat.
+ * The session id is kept per window (side panel) or tab (DevTools) for this browser run, and the
+ * last one in chrome.storage.local, so reopening the panel — even after a browser restart —
+ * resumes the chat (panel-chat-id.js).
  * The DOM is built with createElement/textContent; innerHTML only takes sanitized markdown
  * (rich-text.js: highlighted code blocks with a Copy button; each final answer has a Copy button
  * that copies its markdown source). Helpers, each in its own module: prompts.js (approval and
@@ -22,6 +24,7 @@ import { ChatList } from './chat-list.js';
 import { ClientsBar } from './clients-bar.js';
 import { brief, h } from './dom.js';
 import { t } from './i18n.js';
+import { panelChatId, rememberPanelChatId } from './panel-chat-id.js';
 import { PanelPort, shortId } from './panel-port.js';
 import { approvalCard, askCard, focusPrompt } from './prompts.js';
 import { copyButton, renderRich } from './rich-text.js';
@@ -32,7 +35,7 @@ import { ScrollFollower } from './scroll-follow.js';
 /**
  * @typedef {object} ChatOptions
  * @property {string} prefix              "sp" or "dt"
- * @property {string} storageKey          where the session id is kept (chrome.storage.session)
+ * @property {string} storageKey          where this panel's session id is kept (panel-chat-id.js)
  * @property {number} [inspectedTabId]    DevTools: the inspected tab
  * @property {number} [windowId]          side panel: its window
  * @property {any} [chromeApi]
@@ -67,9 +70,7 @@ function outcomeWord(outcome) {
  */
 export async function mountChat(root, opts) {
   const chromeApi = opts.chromeApi ?? /** @type {any} */ (globalThis).chrome;
-  const stored = await chromeApi.storage.session.get(opts.storageKey).catch(() => ({}));
-  let sessionId = typeof stored?.[opts.storageKey] === 'string' ? stored[opts.storageKey] : `${opts.prefix}-${shortId()}`;
-  await chromeApi.storage.session.set({ [opts.storageKey]: sessionId }).catch(() => {});
+  let sessionId = await panelChatId(chromeApi, opts.prefix, opts.storageKey, () => `${opts.prefix}-${shortId()}`);
 
   // ---- DOM ----------------------------------------------------------------------------------
   const banner = h('div', { class: 'banner', role: 'status', hidden: true });
@@ -256,7 +257,7 @@ export async function mountChat(root, opts) {
     if (id === sessionId) return;
     port.send({ type: 'session.end', sessionId });
     sessionId = id;
-    await chromeApi.storage.session.set({ [opts.storageKey]: sessionId }).catch(() => {});
+    await rememberPanelChatId(chromeApi, opts.prefix, opts.storageKey, sessionId);
     log.replaceChildren();
     follower.toBottom();
     toolCards.clear();

@@ -98,6 +98,11 @@ def configure_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", metavar="TASK", help="what to do, in plain words")
     p.add_argument("--url", help="start at this page")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after this long")
+    p.add_argument(
+        "--no-browser",
+        action="store_true",
+        help="run without a browser: only the tools that need no tab (files, notes, skills, …)",
+    )
     configure_browser_choice(p)
 
 
@@ -121,6 +126,7 @@ def handle_run(args: argparse.Namespace, ctx: Context) -> int:
                 session_id=args.session,
                 headless=args.headless,
                 timeout=args.timeout,
+                no_browser=args.no_browser,
             )
         )
     except (LaunchError, DaemonUnavailable, TimeoutError) as exc:

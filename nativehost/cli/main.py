@@ -5,10 +5,10 @@ subcommand's arguments, and a handler ``(args, ctx) -> exit code``. Adding a com
 more row; heavy modules are imported inside handlers so ``browy --help`` stays fast.
 
 The rows' functions live by topic: :mod:`nativehost.cli.setup_commands` (install-host,
-uninstall-host, doctor, config, extension-path), :mod:`nativehost.cli.daemon_commands` (daemon,
-logs) and :mod:`nativehost.cli.agent_commands` (demo, run, chat/repl, sessions, model-server,
-chaos); what they are given and raise (:class:`Context`, :class:`Command`, :class:`UserError`) is
-:mod:`nativehost.cli.context`.
+uninstall-host, doctor, config, extension-path), :mod:`nativehost.cli.login_commands` (login),
+:mod:`nativehost.cli.daemon_commands` (daemon, logs) and :mod:`nativehost.cli.agent_commands`
+(demo, run, chat/repl, sessions, model-server, chaos); what they are given and raise
+(:class:`Context`, :class:`Command`, :class:`UserError`) is :mod:`nativehost.cli.context`.
 
 ``demo``, ``run``, ``chat``/``repl`` and ``sessions`` live in :mod:`nativehost.demo.demo` and
 :mod:`nativehost.cli.terminal`; ``model-server`` and ``chaos`` pass their arguments on to
@@ -47,6 +47,7 @@ from nativehost.cli.daemon_commands import (
     handle_daemon,
     handle_logs,
 )
+from nativehost.cli.login_commands import configure_login, handle_login
 from nativehost.cli.mcp_commands import configure_mcp, handle_mcp
 from nativehost.cli.setup_commands import (
     configure_config,
@@ -74,6 +75,9 @@ COMMANDS: dict[str, Command] = {
     ),
     "doctor": Command("check the installation", configure_doctor, handle_doctor),
     "config": Command("show or change settings", configure_config, handle_config),
+    "login": Command(
+        "sign in to GitHub Copilot (the Copilot CLI's device flow)", configure_login, handle_login
+    ),
     "extension-path": Command(
         "print the extension directory (for Load unpacked)", lambda p: None, handle_extension_path
     ),

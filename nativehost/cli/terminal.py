@@ -30,9 +30,15 @@ from typing import IO
 
 import orjson
 
-from nativehost.cli.browser_choice import pick_browser
+from nativehost.cli.browser_choice import BrowserTarget, pick_browser
 from nativehost.cli.terminal_client import Asker, TerminalClient, TurnAborted
 from nativehost.cli.terminal_view import short
+
+#: What ``browy run`` says when it runs with no browser.
+NO_BROWSER = (
+    "none — this run gets only the tools that need no tab: files, notes, skills, ask_user "
+    "(and web_fetch and the other host tools you switched on)"
+)
 
 __all__ = ["LineReader", "chat_loop", "run_task", "sessions_command"]
 
@@ -101,25 +107,41 @@ async def run_task(
     headless: bool | None = None,
     interactive: bool | None = None,
     timeout: float | None = None,
+    no_browser: bool = False,
 ) -> int:
-    """``browy run``: one turn, streamed. 0 done, 1 failed, 130 interrupted twice."""
-    target = await pick_browser(user_home, env, out, launch=launch, url=url, headless=headless)
+    """``browy run``: one turn, streamed. 0 done, 1 failed, 130 interrupted twice.
+
+    With *no_browser* (or when no browser is connected and none can be launched) the turn runs
+    on the user's daemon with no tab: only the tools that need none."""
+    from nativehost.demo.launch import LaunchError
+
+    target: BrowserTarget | None = None
+    if not no_browser:
+        try:
+            target = await pick_browser(
+                user_home, env, out, launch=launch, url=url, headless=headless
+            )
+        except LaunchError as exc:
+            if launch:
+                raise
+            out.write(f"note: no browser to drive ({exc}); running without one\n")
     reader = LineReader() if (sys.stdin.isatty() if interactive is None else interactive) else None
     client: TerminalClient | None = None
     try:
-        out.write(f"browser: {target.how}\n")
+        out.write(f"browser: {target.how if target is not None else NO_BROWSER}\n")
         client = await TerminalClient.connect(
-            target.home,
+            target.home if target is not None else user_home,
             out,
             session_id=session_id,
             asker=_asker(reader, out, auto_yes),
             color=out.isatty(),
+            browser=target is not None,
         )
-        if not client.can_drive_browser:
+        if target is not None and not client.can_drive_browser:
             out.write("error: the daemon does not let this terminal drive a browser\n")
             return 1
         text = task
-        if url and target.browser is None:
+        if url and (target is None or target.browser is None):
             text = f"First open {url} in a new tab. Then: {task}"
         out.write(f"session: {client.session_id}\n\n")
         with client.sigint_cancels_turns():
@@ -130,7 +152,8 @@ async def run_task(
     finally:
         if client is not None:
             await client.close()
-        await target.close()
+        if target is not None:
+            await target.close()
 
 
 async def chat_loop(

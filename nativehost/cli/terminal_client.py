@@ -93,6 +93,7 @@ class TerminalClient:
         asker: Asker | None = None,
         color: bool = False,
         start_session: bool = True,
+        browser: bool = True,
         timeout: float = 10.0,
     ) -> TerminalClient:
         """Open the link, say hello and (by default) start the session; raises on failure."""
@@ -113,18 +114,19 @@ class TerminalClient:
             )
             await client.expect("hello.ack", timeout=timeout)
             if start_session:
-                await client.start_session(timeout=timeout)
+                await client.start_session(timeout=timeout, browser=browser)
         except BaseException:
             await client.close()
             raise
         return client
 
-    async def start_session(self, timeout: float = 10.0) -> dict[str, Any]:
+    async def start_session(self, timeout: float = 10.0, *, browser: bool = True) -> dict[str, Any]:
+        """Register the session; *browser*: ask to drive a tab (else host-side tools only)."""
         await self.send(
             {
                 "type": "session.start",
                 "sessionId": self.session_id,
-                "capabilities": ["cdp.activeTab"],
+                "capabilities": ["cdp.activeTab"] if browser else [],
             }
         )
         ready = await self.expect("session.ready", timeout=timeout)

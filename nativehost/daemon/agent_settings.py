@@ -17,6 +17,16 @@ log = logging.getLogger(__name__)
 def model_settings(home: Path, config: Config) -> ModelSettings | None:
     """The gateway's settings from ``[model]`` (and the environment), or None if not configured."""
     model = config.model
+    if model.provider == "copilot":
+        # The CLI holds the sign-in; no URL or key. No model: Copilot's default.
+        return ModelSettings(
+            provider="copilot",
+            base_url="",
+            api_key=None,
+            model=model.model or "",
+            cli_path=str(model.cli_path.expanduser()) if model.cli_path else None,
+            stream_idle_timeout=min(model.request_timeout, 120.0),
+        )
     base_url = model.base_url
     if base_url is None and model.provider == "anthropic":
         base_url = "https://api.anthropic.com"
@@ -50,5 +60,6 @@ def agent_settings(home: Path, config: Config, version: str) -> AgentSettings:
         mcp_host_tools=frozenset(config.mcp.host_tools),
         allow_local_clients=config.daemon.allow_local_clients,
         disabled_tools=frozenset(config.tools.disabled_tools),
+        enabled_host_tools=frozenset(config.tools.enabled_host_tools),
         version=version,
     )

@@ -26,7 +26,21 @@ from nativehost.config_schema import Config, ConfigError
 from nativehost.setup.doctor import run_checks
 from nativehost.setup.platforms import Platform
 
-__all__ = ["EDITABLE", "HostSettings", "SettingsError"]
+__all__ = ["EDITABLE", "HOST_TOOL_HELP", "HostSettings", "SettingsError"]
+
+#: What each host tool can do, as the options page says it.
+HOST_TOOL_HELP: dict[str, str] = {
+    "write_file": "Create or overwrite text files in Browy's files folder "
+    "(BROWY_HOME/data/files); nowhere else.",
+    "grep": "Search the files in Browy's files folder with a regular expression.",
+    "glob": "List the files in Browy's files folder that match a pattern.",
+    "web_fetch": "Download any web page or file from this computer (not from your browser: "
+    "without your cookies or logins) and read its text.",
+    "bash": "Run any shell command on this computer, as you, starting in Browy's files folder: "
+    "it can read, change or delete anything your account can.",
+    "run_script": "Run a Python, Node or shell program on this computer, as you: it can do "
+    "anything your account can.",
+}
 
 #: dotted key -> JSON-schema-ish field for the options page.
 EDITABLE: dict[str, dict[str, Any]] = {
@@ -51,6 +65,14 @@ EDITABLE: dict[str, dict[str, Any]] = {
         "description": "page-changing: ask before clicks, typing, navigation and downloads",
     },
     "tools.disabled_tools": {"type": "array", "title": "Disabled tools", "items": {"enum": []}},
+    "tools.enabled_host_tools": {
+        "type": "array",
+        "title": "Host tools",
+        "description": "Tools that work on this computer rather than in the browser. Each is "
+        "off until you switch it on here; bash and run_script also need host code allowed "
+        "from a terminal (browy config set tools.allow_host_code true).",
+        "items": {"enum": list(HOST_TOOL_HELP), "descriptions": HOST_TOOL_HELP},
+    },
     "daemon.turn_concurrency": {
         "type": "integer",
         "title": "Turns at once",

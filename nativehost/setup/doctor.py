@@ -24,6 +24,7 @@ from nativehost.config_schema import Config, ConfigError
 from nativehost.daemon import instance
 from nativehost.home import private_dir_problem, run_dir, socket_path
 from nativehost.setup.check import Check
+from nativehost.setup.copilot_checks import check_copilot
 from nativehost.setup.install import MANIFEST_NAME
 from nativehost.setup.manifest_checks import CHROME_NOT_FOUND, check_manifest, manifests_to_check
 from nativehost.setup.platforms import Platform
@@ -162,6 +163,8 @@ def _check_daemon(home: Path, daemon_status: DaemonStatusFn) -> Check:
 
 def _check_model(home: Path, config: Config, env: Mapping[str, str]) -> list[Check]:
     model = config.model
+    if model.provider == "copilot":
+        return check_copilot(config, env)
     checks: list[Check] = []
     if model.model:
         checks.append(

@@ -308,7 +308,9 @@ def open_panel(context: BrowserContext, path: str) -> PanelPage:
 
 
 def panel_session_id(panel: PanelPage, prefix: str, *, timeout: float = 5.0) -> str:
-    """The chat session id a side/DevTools panel keeps in chrome.storage.session."""
+    """The chat session id a side/DevTools panel shows: its window's (tab's) key in
+    chrome.storage.session; the last one is also kept in chrome.storage.local
+    (``browy.panel.<prefix>.last``) for after a restart (extension/lib/panel-chat-id.js)."""
 
     def probe() -> str | None:
         stored = panel.page.evaluate("() => chrome.storage.session.get(null)")

@@ -210,7 +210,10 @@ class DaemonHarness:
         config: str = "",
         provider: str = "openai",
         store: ChatStore | None = None,
+        model_toml: str | None = None,
     ) -> None:
+        #: The whole ``[model]`` table instead of the scripted server's (e.g. Copilot's CLI).
+        self.model_toml = model_toml
         self.provider = provider
         self.store = store  # the daemon's chat store (e.g. with an fsync seam), or its own
         self.home = home
@@ -224,13 +227,15 @@ class DaemonHarness:
     async def __aenter__(self) -> DaemonHarness:
         base_url = await self.model.start()
         self.home.mkdir(parents=True, exist_ok=True)
-        (self.home / "config.toml").write_text(
+        model = self.model_toml or (
             "[model]\n"
             f'provider = "{self.provider}"\n'
             f'base_url = "{base_url}"\n'
             'model = "scripted-model"\n'
             'api_key = "sk-test-key"\n'
-            "[daemon]\nidle_exit_seconds = 0\n" + self.extra_config
+        )
+        (self.home / "config.toml").write_text(
+            model + "[daemon]\nidle_exit_seconds = 0\n" + self.extra_config
         )
         await self.start_daemon()
         return self

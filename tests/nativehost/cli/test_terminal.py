@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from nativehost.cli.main import main
-from nativehost.cli.terminal import sessions_command
+from nativehost.cli.terminal import run_task, sessions_command
 from nativehost.cli.terminal_client import TerminalClient, TurnAborted
 from tests.helpers.daemon_harness import DaemonHarness, FakeTab
 
@@ -164,3 +164,27 @@ def test_the_new_commands_are_wired(capsys: pytest.CaptureFixture[str]) -> None:
     err = io.StringIO()
     assert main(["run"], stderr=err) == 2  # TASK is required
     assert "TASK" in err.getvalue()
+
+
+async def test_browy_run_without_a_browser_gets_only_the_tools_that_need_no_tab(
+    home: Path,
+) -> None:
+    script = [
+        {"tool_calls": [{"name": "note_set", "arguments": {"key": "k", "value": "v"}}]},
+        {"text": "Noted, without a browser."},
+    ]
+    async with DaemonHarness(home, script) as h:
+        out = io.StringIO()
+        code = await run_task(
+            "keep a note", user_home=h.home, env={}, out=out, no_browser=True, interactive=False
+        )
+        first = h.model.requests[0]
+    assert code == 0
+    text = out.getvalue()
+    assert "browser: none — this run gets only the tools that need no tab" in text
+    assert "Noted, without a browser." in text
+    offered = {t["function"]["name"] for t in first["tools"]}
+    assert {"note_set", "list_files", "get_skill", "ask_user"} <= offered
+    assert not offered & {"navigate", "inspect_page", "click_index", "screenshot"}
+    # The model is told there is no tab, rather than left to guess.
+    assert "No browser tab is available" in first["messages"][-1]["content"]
