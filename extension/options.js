@@ -1,7 +1,8 @@
 // @ts-check
 /**
  * Options page: v2 `config.get` -> `config.result{values, schema}` rendered generically,
- * `config.set{values}` on save, `doctor.run` -> `doctor.result{checks}`, the host status, and the
+ * `config.set{values}` on save, `doctor.run` -> `doctor.result{checks}`, `daemon.restart` (the
+ * "host stuck" button), the host status, and the
  * side panel's keyboard shortcut as Chrome has it bound (chrome.commands.getAll).
  * Talks to the service worker like a panel: a runtime port and a session `opts-…` without capabilities.
  *
@@ -25,6 +26,8 @@ const form = /** @type {HTMLFormElement} */ (document.getElementById('config'));
 const configMsg = /** @type {HTMLElement} */ (document.getElementById('config-msg'));
 const doctorList = /** @type {HTMLElement} */ (document.getElementById('doctor'));
 const doctorButton = /** @type {HTMLButtonElement} */ (document.getElementById('doctor-run'));
+const restartButton = /** @type {HTMLButtonElement} */ (document.getElementById('daemon-restart'));
+const restartMsg = /** @type {HTMLElement} */ (document.getElementById('restart-msg'));
 const shortcutEl = /** @type {HTMLElement} */ (document.getElementById('shortcut'));
 const shortcutButton = /** @type {HTMLButtonElement} */ (document.getElementById('shortcut-change'));
 const chromeApi = /** @type {any} */ (globalThis).chrome;
@@ -154,6 +157,38 @@ doctorButton.addEventListener('click', () => {
   port.send({ type: 'doctor.run', sessionId });
 });
 
+// v2 `daemon.restart`: the daemon exits and the relay starts the next one. While the relay has
+// no daemon it answers requests with error{CONNECTION_LOST}; a config.result after such an
+// answer comes from the next daemon: the host is back.
+/** @type {{seenDown: boolean, timer: any, deadline: number} | null} */
+let restarting = null;
+
+function pollRestart() {
+  if (!restarting) return;
+  if (Date.now() > restarting.deadline) {
+    finishRestart(t('optionsRestartFailed'));
+    return;
+  }
+  port.send({ type: 'config.get', sessionId });
+  restarting.timer = setTimeout(pollRestart, 300);
+}
+
+/** @param {string} text */
+function finishRestart(text) {
+  if (restarting) clearTimeout(restarting.timer);
+  restarting = null;
+  restartMsg.textContent = text;
+  restartButton.disabled = false;
+}
+
+restartButton.addEventListener('click', () => {
+  restartButton.disabled = true;
+  restartMsg.textContent = t('optionsRestarting');
+  restarting = { seenDown: false, timer: null, deadline: Date.now() + 60_000 };
+  port.send({ type: 'daemon.restart', sessionId });
+  restarting.timer = setTimeout(pollRestart, 300);
+});
+
 /** @param {any} m */
 function handle(m) {
   if (typeof m.sessionId === 'string' && m.sessionId !== sessionId) return;
@@ -168,6 +203,10 @@ function handle(m) {
       if (m.state === 'ready' && !inputs.size) port.send({ type: 'config.get', sessionId });
       return;
     case 'config.result':
+      if (restarting) {
+        if (restarting.seenDown) finishRestart(t('optionsRestarted'));
+        return; // the old daemon's answer, or the next one's: the form is not redrawn meanwhile
+      }
       renderConfig(m.values, m.schema);
       configMsg.textContent = configMsg.dataset.saving ? t('optionsSaved') : '';
       delete configMsg.dataset.saving;
@@ -180,6 +219,10 @@ function handle(m) {
       );
       return;
     case 'error':
+      if (restarting && m.code === 'CONNECTION_LOST') {
+        restarting.seenDown = true;
+        return;
+      }
       delete configMsg.dataset.saving;
       configMsg.textContent = `${m.code}: ${m.message ?? ''}`;
       return;

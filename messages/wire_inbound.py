@@ -25,6 +25,7 @@ __all__ = [
     "ClientStop",
     "ConfigGet",
     "ConfigSet",
+    "DaemonRestart",
     "DoctorRun",
     "Hello",
     "HistoryClear",
@@ -221,6 +222,13 @@ class DoctorRun(InboundModel):
     type: Literal["doctor.run"] = "doctor.run"
 
 
+class DaemonRestart(InboundModel):
+    """v2, the options page: restart the host (the daemon exits; the relays reconnect and start
+    a new one). Turns in flight end ``CONNECTION_LOST``; nothing is replayed."""
+
+    type: Literal["daemon.restart"] = "daemon.restart"
+
+
 class Ping(InboundModel):
     """Keepalive; both directions use this model. Answer with a ``Pong`` of the same ``id``."""
 
@@ -257,6 +265,7 @@ InboundMessage = Annotated[
     | ConfigGet
     | ConfigSet
     | DoctorRun
+    | DaemonRestart
     | Ping
     | Pong,
     Field(discriminator="type"),

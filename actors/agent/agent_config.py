@@ -51,6 +51,11 @@ class HostServices(Protocol):
         """Remember that the user allowed the MCP client *name* for good (``[mcp]``)."""
         ...
 
+    def restart(self) -> None:
+        """Restart the host (v2 ``daemon.restart``): this daemon exits soon, the relays start
+        the next one."""
+        ...
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentSettings:
@@ -173,6 +178,13 @@ class AgentConfig:
 
     async def doctor(self) -> list[dict[str, Any]]:
         return await self.services.doctor() if self.services is not None else []
+
+    def restart(self) -> bool:
+        """Ask the process layer to restart the daemon; False if it cannot."""
+        if self.services is None:
+            return False
+        self.services.restart()
+        return True
 
     def remember_mcp_client(self, name: str) -> None:
         """The user allowed *name* for good: saved in the config, applied at once."""

@@ -60,6 +60,7 @@ from messages.wire_inbound import (
     ClientStop,
     ConfigGet,
     ConfigSet,
+    DaemonRestart,
     DoctorRun,
     Hello,
     HistoryClear,
@@ -246,6 +247,9 @@ class Connection(Actor[Inbound]):
                 )
                 return
             await self.send(ConfigResult(values=values, config_schema=schema))
+        elif isinstance(parsed, DaemonRestart):
+            log.warning("link %d: restart asked for by the options page", self.info.link_id)
+            front.config.restart()
         elif isinstance(parsed, DoctorRun):
             checks = await front.config.doctor()
             await self.send(DoctorResult(checks=[DoctorCheck(**c) for c in checks]))

@@ -92,6 +92,7 @@ export const EXT_TO_HOST = Object.freeze({
   'config.get': 'panel',
   'config.set': 'panel',
   'doctor.run': 'panel',
+  'daemon.restart': 'panel',
   'tool.call': 'panel',
   'tools.list': 'panel',
   'client.stop': 'panel',

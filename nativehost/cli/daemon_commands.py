@@ -100,6 +100,10 @@ def configure_daemon(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="daemon_action", metavar="ACTION", required=True)
     sub.add_parser("start", help="start the daemon in the background")
     sub.add_parser("stop", help="stop the daemon")
+    sub.add_parser(
+        "restart",
+        help="stop the daemon and start a new one (turns in flight end; nothing is replayed)",
+    )
     sub.add_parser("status", help="is it running? (exit code 3 if not)")
     tree = sub.add_parser(
         "tree",
@@ -124,6 +128,11 @@ def handle_daemon(args: argparse.Namespace, ctx: Context) -> int:
         return 0
     if action == "stop":
         ctx.out("daemon stopped" if stop_daemon(home) else "daemon was not running")
+        return 0
+    if action == "restart":
+        was = stop_daemon(home)
+        start_daemon(home)
+        ctx.out(f"daemon {'restarted' if was else 'started'} ({daemon_status(home)})")
         return 0
     if action == "status":
         status = daemon_status(home)

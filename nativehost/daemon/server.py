@@ -102,7 +102,9 @@ class DaemonServer:
             services=HostSettings(home),
             reload_settings=self._reload,
         )
-        agent.config.services = HostSettings(home, tuple(agent.catalog.registry.names()))
+        agent.config.services = HostSettings(
+            home, tuple(agent.catalog.registry.names()), on_restart=self._restart_soon
+        )
 
         def set_sync(run_job: Callable[[Callable[[], None]], Awaitable[None]]) -> None:
             chat_store.run_job = run_job
@@ -354,6 +356,11 @@ class DaemonServer:
             return
         stream.send(LinkControl(op=env.op, args=self._control(env.op)))
         await stream.drain()
+
+    def _restart_soon(self) -> None:
+        """End this daemon in a moment (the frame that asked is handled first); a relay that is
+        linked reconnects and starts the next one (``daemon.restart``)."""
+        asyncio.get_running_loop().call_later(0.2, self._stop.set)
 
     def _control(self, op: str) -> dict[str, Any]:
         if op == "status":

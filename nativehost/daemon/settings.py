@@ -16,6 +16,7 @@ back as dotted keys (``"model.base_url"``). Rules:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,8 @@ class SettingsError(ValueError):
 class HostSettings:
     home: Path
     tool_names: tuple[str, ...] = ()
+    #: Ends this daemon (``daemon.restart``); the relays start the next one.
+    on_restart: Callable[[], None] | None = None
 
     def _schema(self) -> dict[str, Any]:
         sections: dict[str, dict[str, Any]] = {}
@@ -162,6 +165,10 @@ class HostSettings:
                 write_private(path, before)
             raise SettingsError(str(exc).replace("\n", "; ")) from None
         return self.get()
+
+    def restart(self) -> None:
+        if self.on_restart is not None:
+            self.on_restart()
 
     async def doctor(self) -> list[dict[str, Any]]:
         """The same checks as ``browy doctor``, run off the event loop."""

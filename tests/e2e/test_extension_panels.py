@@ -175,3 +175,32 @@ def test_the_pages_take_their_strings_from_the_english_table(browser: E2EBrowser
         assert panel.errors == []
     finally:
         panel.close()
+
+
+def test_the_options_page_restarts_a_stuck_host(browser: E2EBrowser) -> None:
+    """Last in the module: it replaces the daemon. The relay starts the next one."""
+    from tests.e2e.browser import daemon_pid
+
+    old = daemon_pid(browser.home)
+    panel = browser.open_panel("options.html")
+    try:
+        page = panel.page
+        wait_until(
+            lambda: page.evaluate(
+                "() => document.getElementById('status').className.includes('state-ready')"
+            ),
+            timeout=10.0,
+            what="the options page's host status to show ready",
+        )
+        page.locator("#daemon-restart").click()
+        wait_until(
+            lambda: page.locator("#restart-msg").inner_text() == "The host restarted." or None,
+            timeout=30.0,
+            what="the options page to say the host restarted",
+        )
+        new = daemon_pid(browser.home)
+        assert old is not None and new is not None and new != old
+        assert page.locator("#daemon-restart").is_enabled()
+        assert panel.errors == []
+    finally:
+        panel.close()

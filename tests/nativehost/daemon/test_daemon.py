@@ -284,3 +284,42 @@ async def test_a_link_opened_to_the_daemon_shows_in_its_tree_as_a_cdp_proxy_and_
     finally:
         await peer.close_stdin()
         await peer.wait_exit()
+
+
+def test_browy_daemon_restart_replaces_the_running_daemon(home: Path) -> None:
+    from nativehost.cli.main import main as cli
+    from tests.helpers.native_peer import daemon_pid
+
+    env = {"BROWY_HOME": str(home), "HOME": str(home.parent)}
+    out = io.StringIO()
+    assert cli(["daemon", "restart"], env=env, stdout=out, stderr=io.StringIO()) == 0
+    assert "daemon started" in out.getvalue()  # none was running
+    first = daemon_pid(home)
+    out = io.StringIO()
+    assert cli(["daemon", "restart"], env=env, stdout=out, stderr=io.StringIO()) == 0
+    assert "daemon restarted" in out.getvalue() and "running" in out.getvalue()
+    second = daemon_pid(home)
+    assert first is not None and second is not None and second != first
+    assert is_running(home)
+
+
+async def test_the_options_page_restarts_the_host_and_the_relay_starts_the_next_daemon(
+    home: Path,
+) -> None:
+    from tests.helpers.native_peer import daemon_pid
+
+    peer = await RelayPeer.start(home)  # its first connection starts the daemon
+    try:
+        await peer.handshake(2, "opts-1")
+        first = daemon_pid(home)
+        assert first is not None
+        await peer.send({"type": "daemon.restart"})
+        # The daemon exits; the relay reconnects and starts the next one.
+        await wait_for(
+            lambda: daemon_pid(home) not in (None, first) and is_running(home), timeout=20
+        )
+        await peer.send({"type": "session.start", "sessionId": "opts-2", "capabilities": []})
+        ready, _ = await peer.recv_until("session.ready", session_id="opts-2")
+        assert ready["sessionId"] == "opts-2"
+    finally:
+        await peer.kill()
