@@ -64,6 +64,7 @@ class Hello(InboundModel):
     extension_version: str | None = None  # v2
     install_id: str | None = None  # v2: scopes chats and settings to a browser profile
     capabilities: tuple[str, ...] | None = None  # v2; unknown ones are ignored
+    browser: str | None = None  # v2: chrome | chromium | edge | brave | vivaldi | "" (unknown)
 
 
 class SessionStart(InboundModel):
@@ -78,6 +79,7 @@ class SessionStart(InboundModel):
     disabled_tools: tuple[str, ...] | None = None
     enabled_host_tools: tuple[str, ...] | None = None
     window_id: int | None = None  # v2: "active tab" means this window's
+    browser: str | None = None  # v2, local clients: drive the browser of this name (doctor's)
 
 
 class SessionEnd(InboundModel):

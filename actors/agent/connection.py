@@ -299,6 +299,7 @@ class Connection(Actor[Inbound]):
         self.info.install_id = hello.install_id
         self.info.client = hello.client
         self.info.capabilities = frozenset(hello.capabilities or ())
+        self.info.browser = hello.browser or ""
         if self.info.protocol >= 2:
             await self.send(
                 HelloAck(

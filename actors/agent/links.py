@@ -59,12 +59,13 @@ class Links:
         if handle.is_browser:
             self._browser_came.set()
 
-    async def wait_browser(self, timeout: float) -> LinkHandle | None:
-        """The most recent browser connection, waiting up to *timeout* s for one to come (a
-        relay reconnecting after a daemon restart); None if none came."""
+    async def wait_browser(self, timeout: float, name: str | None = None) -> LinkHandle | None:
+        """The most recent browser connection (of browser *name*, if given), waiting up to
+        *timeout* s for one to come (a relay reconnecting after a daemon restart); None if none
+        came."""
         try:
             async with asyncio.timeout(timeout):
-                while (browser := self.most_recent_browser()) is None:
+                while (browser := self.most_recent_browser(name)) is None:
                     self._browser_came.clear()
                     await self._browser_came.wait()
         except TimeoutError:
@@ -80,10 +81,19 @@ class Links:
     def all(self) -> list[LinkHandle]:
         return list(self._by_id.values())
 
-    def most_recent_browser(self) -> LinkHandle | None:
-        """The browser connection a local client drives by default (protocol.md section 6)."""
-        browsers = [h for h in self._by_id.values() if h.is_browser]
+    def most_recent_browser(self, name: str | None = None) -> LinkHandle | None:
+        """The browser connection a local client drives by default (protocol.md section 6); of
+        browser *name* (``chrome``, ``edge``…, as its hello said) if given."""
+        browsers = [
+            h
+            for h in self._by_id.values()
+            if h.is_browser and (name is None or h.info.browser == name)
+        ]
         return max(browsers, key=lambda h: h.last_active) if browsers else None
+
+    def browser_names(self) -> list[str]:
+        """The connected browsers, by name ("" for one that did not say)."""
+        return [h.info.browser for h in self._by_id.values() if h.is_browser]
 
     def __len__(self) -> int:
         return len(self._by_id)

@@ -81,6 +81,8 @@ class Sessions:
         self._asking = asking
         self._browsers = browsers
         self._clients = clients
+        #: The browser a local client asked for (``session.start.browser``), by session.
+        self._wanted_browser: dict[str, str] = {}
         self._allow_local_clients = allow_local_clients
 
     # -- links ------------------------------------------------------------------------------------
@@ -95,6 +97,7 @@ class Sessions:
         self._links.remove(link_id)
         for entry in self._table.sessions_of(link_id):
             self._browsers.forget(entry.session_id)
+            self._wanted_browser.pop(entry.session_id, None)
         for session_id in self._clients.of_link(link_id):
             await self._clients.gone(session_id)
         await self._scheduler.tell_again(DropLinkTurns(link_id=link_id))
@@ -132,17 +135,24 @@ class Sessions:
         conn = self._links.get(entry.link.link_id)
         if conn is None or conn.info.role != "mcp":
             return ErrorCode.NO_CAPABILITY, "this session may not drive tabs"
-        browser = self._links.most_recent_browser()
+        wanted = self._wanted_browser.get(session_id)  # browy mcp --browser NAME
+        browser = self._links.most_recent_browser(wanted)
         if browser is None:
             await conn.send(
                 EventActivity(
                     session_id=session_id,
                     event="status.thinking",
-                    text="waiting for a browser to connect to Browy",
+                    text=f"waiting for {wanted or 'a browser'} to connect to Browy",
                 )
             )
-            browser = await self._links.wait_browser(BROWSER_WAIT_S)
+            browser = await self._links.wait_browser(BROWSER_WAIT_S, wanted)
         if browser is None:
+            if wanted is not None:
+                connected = ", ".join(n or "unnamed" for n in self._links.browser_names())
+                return ErrorCode.NO_CAPABILITY, (
+                    f"{wanted} is not connected to Browy (connected: {connected or 'none'}): "
+                    f"open the Browy side panel in {wanted}."
+                )
             return ErrorCode.NO_CAPABILITY, (
                 "No browser is connected to Browy: open the Browy side panel in your browser."
             )
@@ -229,7 +239,9 @@ class Sessions:
         if conn.info.role == "mcp":
             # Bound to a browser now only if the config allows this client; else the first
             # call that needs a tab asks the browser's user (grant_browser).
-            browser = self._links.most_recent_browser()
+            if start.browser:
+                self._wanted_browser[start.session_id] = start.browser
+            browser = self._links.most_recent_browser(start.browser or None)
             allowed = browser is not None and self._mcp_allowed(conn)
             browser_link = browser.link_id if allowed and browser is not None else None
             if start.inspected_tab_id is not None:
@@ -315,4 +327,5 @@ class Sessions:
         await self._worker.tell_again(ForgetSession(session_id=session_id))
         self._prompts.forget_session(session_id)
         self._browsers.forget(session_id)
+        self._wanted_browser.pop(session_id, None)
         await self._clients.gone(session_id)

@@ -56,6 +56,8 @@ class ConnectionInfo:
     client: str = ""
     #: The capabilities its v2 hello announced (e.g. ``clients``, ``tab.groups``).
     capabilities: frozenset[str] = frozenset()
+    #: The browser a relay's extension runs in (its v2 hello: chrome, edge, …), "" if unknown.
+    browser: str = ""
     sessions: dict[str, SessionStart] = field(default_factory=dict)
 
     @property

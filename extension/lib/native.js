@@ -29,6 +29,7 @@
  */
 
 import { EXTENSION_CAPABILITIES, EXTENSION_ID, HOST_NAME, PROTOCOL_VERSION } from './protocol.js';
+import { browserName } from './browser-name.js';
 import { t } from './i18n.js';
 
 /** @typedef {'disconnected'|'connecting'|'awaiting_hello'|'ready'|'host_missing'|'host_forbidden'|'host_crashed'|'protocol_mismatch'} ConnState */
@@ -239,6 +240,7 @@ export class NativeConnection {
       extensionVersion: this.extensionVersion,
       installId,
       capabilities: this.capabilities,
+      browser: browserName(/** @type {any} */ (globalThis).navigator),
     });
     this.helloTimer = this.timers.setTimeout(() => {
       if (this.port === port && this.state === 'awaiting_hello') {

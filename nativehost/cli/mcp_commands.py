@@ -36,6 +36,12 @@ def configure_mcp(p: argparse.ArgumentParser) -> None:
         default="browy",
         help="playwright: also answer to Playwright MCP's tool names (browser_navigate, …)",
     )
+    p.add_argument(
+        "--browser",
+        choices=["chrome", "chromium", "edge", "brave", "vivaldi"],
+        help="drive this browser (as `browy daemon status` lists the connected ones); default: "
+        "the most recently active",
+    )
     sub = p.add_subparsers(dest="mcp_action", metavar="ACTION")
     config = sub.add_parser("config", help="print or write an MCP client's configuration")
     config.add_argument(
@@ -86,6 +92,7 @@ def _serve(args: argparse.Namespace, ctx: Context) -> int:
         version=PACKAGE_VERSION,
         naming=args.tool_names,
         start_daemon=lambda h: start_daemon(h, timeout=15.0),
+        browser=args.browser,
     )
     if args.http is None:
         asyncio.run(mcp.run_stdio())

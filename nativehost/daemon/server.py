@@ -370,6 +370,7 @@ class DaemonServer:
                 "version": self.version,
                 "uptime_s": round(time.monotonic() - self._started, 1),
                 "links": len(relays),
+                "browsers": self.agent.links.browser_names(),
                 "clients": len(self._links) - len(relays),
                 "sessions": self.agent.table.count(),
             }

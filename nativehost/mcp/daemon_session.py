@@ -87,8 +87,10 @@ class DaemonSession:
         client_name: str,
         session_id: str | None = None,
         start_daemon: Callable[[Path], None] | None = None,
+        browser: str | None = None,
     ) -> None:
         self.home = home
+        self.browser = browser  # drive this browser (doctor's names), else the most recent
         self.client_name = client_name or "mcp client"
         self.session_id = session_id or f"mcp-{secrets.token_hex(4)}"
         self.capabilities: list[str] = []
@@ -141,6 +143,8 @@ class DaemonSession:
                                  "capabilities": ["cdp.activeTab"]}  # fmt: skip
         if self.tab_id is not None:
             start["inspectedTabId"] = self.tab_id
+        if self.browser:
+            start["browser"] = self.browser
         await self._send(start)
         ready = await self._expect(
             "session.ready", timeout=READY_TIMEOUT_S, progress=progress,

@@ -95,8 +95,10 @@ class BrowyMcp:
         version: str,
         naming: Naming = "browy",
         start_daemon: Callable[[Path], None] | None = None,
+        browser: str | None = None,
     ) -> None:
         self.home = home
+        self.browser = browser
         self.naming: Naming = naming
         self._start_daemon = start_daemon
         self._sessions: set[DaemonSession] = set()
@@ -131,7 +133,9 @@ class BrowyMcp:
             client = self._by_name.get(name)
         if client is not None:
             return client
-        session = DaemonSession(self.home, client_name=name, start_daemon=self._start_daemon)
+        session = DaemonSession(
+            self.home, client_name=name, start_daemon=self._start_daemon, browser=self.browser
+        )
         client = _Client(session, self.naming)
         self._sessions.add(session)
         if conn is not None:

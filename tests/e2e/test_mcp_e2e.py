@@ -193,8 +193,9 @@ def test_tools_validate_and_consent_is_asked_once_then_remembered(world: World) 
     assert "waiting for the browser's user" in " ".join(client.progress)
     assert 'allowed_clients = ["e2e-agent"]' in (world.browser.home / "config.toml").read_text()
 
-    # Another process of the same client: not asked again.
-    again = world.client("e2e-agent")
+    # Another process of the same client, pinned to this browser by the name its extension
+    # gave (headless Chromium): not asked again.
+    again = world.client("e2e-agent", args=("--browser", "chromium"))
     assert not again.call_now("list_tabs", timeout=20).is_error
     cards = world.panel.page.locator("section.prompt.approval").filter(has_text="e2e-agent")
     assert cards.count() == 1

@@ -176,13 +176,19 @@ class LinkPeer:
                 seen.append(msg)
 
     async def hello(
-        self, protocol: int = 1, install_id: str = "install-1", capabilities: tuple[str, ...] = ()
+        self,
+        protocol: int = 1,
+        install_id: str = "install-1",
+        capabilities: tuple[str, ...] = (),
+        browser: str | None = None,
     ) -> dict[str, Any]:
         msg: dict[str, Any] = {"type": "hello", "client": "extension", "protocol": protocol}
         if protocol >= 2:
             msg.update(
                 installId=install_id, extensionVersion="0.1.0", capabilities=list(capabilities)
             )
+            if browser is not None:
+                msg["browser"] = browser
         await self.send(msg)
         return (await self.until("hello.ack"))[0]
 

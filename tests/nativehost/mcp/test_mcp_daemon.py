@@ -32,9 +32,9 @@ def _text(result: types.CallToolResult) -> str:
 
 @contextlib.asynccontextmanager
 async def _client(
-    home: Path, name: str = "test-agent", naming: Any = "browy"
+    home: Path, name: str = "test-agent", naming: Any = "browy", browser: str | None = None
 ) -> AsyncIterator[Client]:
-    mcp = BrowyMcp(home, version="test", naming=naming)
+    mcp = BrowyMcp(home, version="test", naming=naming, browser=browser)
     try:
         async with Client(
             mcp.server, client_info=types.Implementation(name=name, version="1"), mode="legacy"
@@ -320,3 +320,23 @@ async def test_the_panel_stops_a_client_and_hands_it_a_tab(tmp_path: Path) -> No
             c["params"]["url"] for c in peer.browser_calls if c.get("method") == "Page.navigate"
         ]
         assert navs == ["https://example.test/held", "https://e.test/h"]  # never sent again
+
+
+async def test_a_client_pinned_to_a_browser_drives_that_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("actors.agent.sessions.BROWSER_WAIT_S", 0.3)
+    async with DaemonHarness(tmp_path / "home", {"steps": []}, config=LOCAL_OK) as harness:
+        chrome_tab, edge_tab = FakeTab(), FakeTab()
+        chrome = await harness.peer(chrome_tab)
+        await chrome.hello(protocol=2, install_id="profile-chrome", browser="chrome")
+        edge = await harness.peer(edge_tab)
+        await edge.hello(protocol=2, install_id="profile-edge", browser="edge")
+        await chrome.start("sp-c", tabs=True)  # chrome is the most recently active
+        async with _client(harness.home, "pinned", browser="edge") as client:
+            assert not (await client.call_tool("new_tab", {"url": "https://e.test/"})).is_error
+        assert edge_tab.opened and not chrome_tab.opened
+        async with _client(harness.home, "nowhere", browser="brave") as client:
+            result = await client.call_tool("new_tab", {})
+        assert result.is_error and "brave is not connected" in _text(result)
+        assert "chrome" in _text(result) and "edge" in _text(result)
