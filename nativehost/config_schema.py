@@ -205,10 +205,14 @@ class McpConfig(_Section):
     ``allowed_clients``: the clients (by their ``clientInfo`` name) the user allowed for good.
     ``host_tools``: host-side tools (files, notes, host code…) offered to MCP clients besides the
     browser tools; none by default, and host code still needs ``[tools] allow_host_code``.
+    ``elicit_clients``: clients also asked about their own guarded actions (MCP elicitation,
+    where the client supports it) besides the side panel; none by default — a client that
+    answers for itself would approve its own actions.
     """
 
     allowed_clients: tuple[str, ...] = ()
     host_tools: tuple[str, ...] = ()
+    elicit_clients: tuple[str, ...] = ()
 
 
 class Config(_Section):

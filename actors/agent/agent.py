@@ -108,6 +108,7 @@ class Agent:
             outbox=self.outbox,
             scheduler=self.scheduler,
             timeout_s=lambda: self.config.settings.approval_timeout_s,
+            elicit_clients=lambda: self.config.settings.mcp_elicit_clients,
         )
         self.clients = Clients(table=self.table, links=self.links, asking=self.asking)
         self.browsers = TurnBrowsers(

@@ -80,6 +80,8 @@ class AgentSettings:
     mcp_clients: frozenset[str] = frozenset()
     #: Host-side tools offered to MCP clients besides the browser's (``[mcp] host_tools``).
     mcp_host_tools: frozenset[str] = frozenset()
+    #: MCP clients asked about their own guarded actions too (``[mcp] elicit_clients``).
+    mcp_elicit_clients: frozenset[str] = frozenset()
     version: str = "0.1.0"
 
 

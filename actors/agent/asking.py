@@ -15,7 +15,8 @@ it back when the answer comes; no answer within the approval timeout counts as a
 - **An MCP client's consent**: the first time a client (by its ``clientInfo`` name) joins, the
   browser's panel is asked: allow once (this connection), for this session of the daemon, always
   (``[mcp] allowed_clients``) or deny. An MCP client's guarded actions are asked in that panel too,
-  never of the client itself (a client that answered for itself would approve its own actions).
+  and of the client itself only when the config lets it (``[mcp] elicit_clients``: a client that
+  answered for itself would approve its own actions); the first answer wins.
 """
 
 from __future__ import annotations
@@ -54,8 +55,11 @@ class UserAsking:
         outbox: Outbox,
         scheduler: LiveRef[SchedulerMsg],
         timeout_s: Callable[[], float],
+        elicit_clients: Callable[[], frozenset[str]] = frozenset,
     ) -> None:
         self.prompts = prompts
+        #: MCP clients also asked about their own guarded actions (``[mcp] elicit_clients``).
+        self._elicit_clients = elicit_clients
         self._catalog = catalog
         self._table = table
         self._links = links
@@ -118,7 +122,12 @@ class UserAsking:
             entry.scope, ticket.session_id, info.tool, origin
         ):
             return True
-        approval_id, fut = self.prompts.open_approval(ask_session)
+        # An MCP client the config lets answer too gets the same card (the first answer wins).
+        client = self._links.get(entry.link.link_id) if link is not None else None
+        elicit = client is not None and (client.info.client or "") in self._elicit_clients()
+        approval_id, fut = self.prompts.open_approval(
+            ask_session, also=ticket.session_id if elicit else None
+        )
         risk = "high" if self._catalog.is_host_code(info.tool) else "page-changing"
         if shown is None:
             shown = mask_secret_args(info.tool, info.args, browser)
@@ -136,6 +145,8 @@ class UserAsking:
                 await self._outbox.emit(ask_session, request)
             else:
                 await link.send(request)
+            if elicit and client is not None:
+                await client.send(request.model_copy(update={"session_id": ticket.session_id}))
             decision = await self._waiting(ticket, fut)
         except TimeoutError:
             return False

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 class PromptBroker:
     def __init__(self, sites_path: Path) -> None:
         self._sites_path = sites_path
-        self._pending: dict[str, tuple[str, asyncio.Future[Any]]] = {}
+        self._pending: dict[str, tuple[frozenset[str], asyncio.Future[Any]]] = {}
         self._session_tools: set[tuple[str, str]] = set()
         self._sites: dict[str, set[str]] = self._load()
 
@@ -80,14 +80,21 @@ class PromptBroker:
 
     # -- open prompts -----------------------------------------------------------------------------
 
-    def _open(self, prefix: str, session_id: str) -> tuple[str, asyncio.Future[Any]]:
+    def _open(
+        self, prefix: str, session_id: str, also: str | None = None
+    ) -> tuple[str, asyncio.Future[Any]]:
         prompt_id = f"{prefix}-{secrets.token_hex(6)}"
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[prompt_id] = (session_id, fut)
+        answerers = frozenset({session_id} if also is None else {session_id, also})
+        self._pending[prompt_id] = (answerers, fut)
         return prompt_id, fut
 
-    def open_approval(self, session_id: str) -> tuple[str, asyncio.Future[Any]]:
-        return self._open("ap", session_id)
+    def open_approval(
+        self, session_id: str, also: str | None = None
+    ) -> tuple[str, asyncio.Future[Any]]:
+        """A prompt the session *session_id* answers (and *also*, when given: the first answer
+        wins)."""
+        return self._open("ap", session_id, also)
 
     def open_ask(self, session_id: str) -> tuple[str, asyncio.Future[Any]]:
         return self._open("ask", session_id)
@@ -95,7 +102,7 @@ class PromptBroker:
     def answer(self, prompt_id: str, session_id: str, value: Any) -> bool:
         """Settle an open prompt once; False (logged) for an unknown, late or foreign answer."""
         pending = self._pending.get(prompt_id)
-        if pending is None or pending[0] != session_id or pending[1].done():
+        if pending is None or session_id not in pending[0] or pending[1].done():
             log.info(
                 "dropped an answer to prompt %s (unknown, late or another session's)", prompt_id
             )

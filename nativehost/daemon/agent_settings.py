@@ -58,6 +58,7 @@ def agent_settings(home: Path, config: Config, version: str) -> AgentSettings:
         secret_reads=config.tools.secret_reads,
         mcp_clients=frozenset(config.mcp.allowed_clients),
         mcp_host_tools=frozenset(config.mcp.host_tools),
+        mcp_elicit_clients=frozenset(config.mcp.elicit_clients),
         allow_local_clients=config.daemon.allow_local_clients,
         disabled_tools=frozenset(config.tools.disabled_tools),
         enabled_host_tools=frozenset(config.tools.enabled_host_tools),

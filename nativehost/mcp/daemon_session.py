@@ -47,6 +47,8 @@ READY_TIMEOUT_S = 330.0
 RECONNECT_BUDGET_S = 20.0
 
 Progress = Callable[[str], Awaitable[None]]
+#: Ask the MCP client's user about a guarded action (elicitation): "allow" or "deny".
+Ask = Callable[[dict[str, Any]], Awaitable[str]]
 
 
 class SessionRefused(Exception):
@@ -74,6 +76,7 @@ class _Pending:
     #: What the daemon last said about the call (e.g. "waiting for the browser's user…").
     note: str = ""
     read_only: bool = False
+    ask: Ask | None = None
     poked: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -230,6 +233,10 @@ class DaemonSession:
             for call in self._calls.values():  # a cut call: its outcome is unknown
                 if not call.ended.done() and not call.outcome.summary:
                     call.outcome.outcome = "unknown"
+        elif kind == "approval.request" and msg.get("sessionId") == self.session_id:
+            asking = next((c.ask for c in self._calls.values() if c.ask is not None), None)
+            if asking is not None:  # [mcp] elicit_clients: the client's user may answer too
+                self._spawn(self._answer(msg, asking))
         elif kind == "event.activity" and msg.get("text") and self._calls:
             for call in self._calls.values():
                 call.note = str(msg["text"])[:300]
@@ -259,6 +266,17 @@ class DaemonSession:
                 call.outcome.summary = "Browy's daemon went away during the call"
             call.outcome.content = f"error CONNECTION_LOST: {call.outcome.summary}"
             call.ended.set_result(None)
+
+    async def _answer(self, request: dict[str, Any], ask: Ask) -> None:
+        try:
+            decision = await ask(request)
+        except Exception as exc:  # the client cannot ask: the panel decides alone
+            log.info("could not ask the MCP client: %s", exc)
+            return
+        with contextlib.suppress(ConnectionError):
+            await self._send({"type": "approval.response", "sessionId": self.session_id,
+                              "approvalId": request.get("approvalId"),
+                              "decision": "allow" if decision == "allow" else "deny"})  # fmt: skip
 
     async def _decline(self, msg: dict[str, Any]) -> None:
         with contextlib.suppress(ConnectionError):
@@ -301,12 +319,14 @@ class DaemonSession:
         *,
         progress: Progress | None = None,
         read_only: bool = False,
+        ask: Ask | None = None,
     ) -> CallOutcome:
         """Run one tool as a turn (see the module docstring). *read_only*: the tool only reads
-        (if the link drops mid-call, it is an error, not ``unknown``)."""
+        (if the link drops mid-call, it is an error, not ``unknown``). *ask*: how to ask the
+        client's user about a guarded action, when the daemon asks it too."""
         await self.ensure(progress)
         turn_id = f"mcp-{secrets.token_hex(6)}"
-        pending = _Pending(read_only=read_only)
+        pending = _Pending(read_only=read_only, ask=ask)
         self._calls[turn_id] = pending
         try:
             await self._send({"type": "tool.call", "sessionId": self.session_id,

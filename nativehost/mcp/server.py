@@ -40,6 +40,12 @@ from nativehost.mcp.tool_set import Naming, ToolError, ToolSet, UnknownTool, mcp
 __all__ = ["INSTRUCTIONS", "BrowyMcp"]
 
 _STATE_KEY = "browy.client"
+#: The form of a guarded action's question, when the client's user is asked too.
+_DECISION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"decision": {"type": "string", "enum": ["allow", "deny"], "title": "Allow it?"}},
+    "required": ["decision"],
+}
 
 log = logging.getLogger(__name__)
 
@@ -150,6 +156,30 @@ class BrowyMcp:
         await session.close()
 
     @staticmethod
+    def _asker(ctx: ServerRequestContext[Any]) -> Callable[[dict[str, Any]], Any] | None:
+        """How to ask this client's user about a guarded action (MCP elicitation), if the client
+        can be asked; the daemon asks only clients in ``[mcp] elicit_clients``."""
+        caps = ctx.session.client_capabilities
+        if caps is None or caps.elicitation is None or not ctx.session.can_send_request:
+            return None
+
+        async def ask(request: dict[str, Any]) -> str:
+            origin = f" on {request['origin']}" if request.get("origin") else ""
+            result = await ctx.session.elicit_form(
+                f"Browy asks before {request.get('tool')}{origin}: {request.get('summary', '')}",
+                _DECISION_SCHEMA,
+                related_request_id=ctx.request_id,
+            )
+            content = result.content or {}
+            return (
+                "allow"
+                if result.action == "accept" and content.get("decision") == "allow"
+                else "deny"
+            )
+
+        return ask
+
+    @staticmethod
     def _progress(ctx: ServerRequestContext[Any]) -> Callable[[str], Any]:
         count = 0
 
@@ -205,7 +235,11 @@ class BrowyMcp:
             )
         try:
             outcome = await client.session.call(
-                name, args, progress=progress, read_only=tools.read_only(params.name)
+                name,
+                args,
+                progress=progress,
+                read_only=tools.read_only(params.name),
+                ask=self._asker(ctx),
             )
         except SessionRefused as exc:
             return _error("APPROVAL_DENIED", str(exc))

@@ -32,12 +32,19 @@ def _text(result: types.CallToolResult) -> str:
 
 @contextlib.asynccontextmanager
 async def _client(
-    home: Path, name: str = "test-agent", naming: Any = "browy", browser: str | None = None
+    home: Path,
+    name: str = "test-agent",
+    naming: Any = "browy",
+    browser: str | None = None,
+    elicit: Any = None,
 ) -> AsyncIterator[Client]:
     mcp = BrowyMcp(home, version="test", naming=naming, browser=browser)
     try:
         async with Client(
-            mcp.server, client_info=types.Implementation(name=name, version="1"), mode="legacy"
+            mcp.server,
+            client_info=types.Implementation(name=name, version="1"),
+            mode="legacy",
+            elicitation_callback=elicit,
         ) as client:
             yield client
     finally:
@@ -340,3 +347,29 @@ async def test_a_client_pinned_to_a_browser_drives_that_one(
             result = await client.call_tool("new_tab", {})
         assert result.is_error and "brave is not connected" in _text(result)
         assert "chrome" in _text(result) and "edge" in _text(result)
+
+
+async def test_a_client_the_config_names_is_asked_too_and_others_never_are(
+    tmp_path: Path,
+) -> None:
+    asked: list[str] = []
+
+    async def elicit(ctx: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"decision": "allow"})
+
+    config = 'allow_local_clients = true\n[mcp]\nelicit_clients = ["asker"]\n'
+    async with DaemonHarness(tmp_path / "home", {"steps": []}, config=config) as harness:
+        peer = await _browser(harness)
+        # Named in [mcp] elicit_clients: its own user answers (the panel's card goes unanswered).
+        async with _client(harness.home, "asker", elicit=elicit) as client:
+            result = await asyncio.wait_for(client.call_tool("new_tab", {}), 15)
+        assert not result.is_error, _text(result)
+        assert len(asked) == 1 and "new_tab" in asked[0]
+        await peer.until("approval.request", session_id="sp-1", tool="new_tab")  # the panel's
+        # Not named: never asked, however it answers; the panel decides.
+        async with _client(harness.home, "self-approver", elicit=elicit) as client:
+            call = asyncio.ensure_future(client.call_tool("new_tab", {}))
+            await _answer_consent(peer, "deny", tool="new_tab")
+            denied = await asyncio.wait_for(call, 15)
+        assert denied.is_error and len(asked) == 1
