@@ -60,7 +60,7 @@ from nativehost.cli.setup_commands import (
 )
 from nativehost.setup.platforms import Platform
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "build_parser", "main", "version_line"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -118,8 +118,31 @@ class _UsageError(Exception):
     pass
 
 
+class _ShowVersion(Exception):
+    pass
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: main() prints it on the context's stdout (argparse's own action would write
+    to ``sys.stdout`` and exit)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, *args: object, **kwargs: object) -> None:
+        raise _ShowVersion()
+
+
+def version_line() -> str:
+    """What ``browy --version`` prints: ``browy 0.1.0``."""
+    from nativehost.version import VERSION
+
+    return f"browy {VERSION}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="browy", description="Browy: a browser agent in your own browser.")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=_Parser
     )
@@ -158,6 +181,9 @@ def main(
     except _UsageError as exc:
         print(exc, file=ctx.stderr)
         return 2
+    except _ShowVersion:
+        ctx.out(version_line())
+        return 0
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else 0
     try:

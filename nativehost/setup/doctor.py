@@ -1,7 +1,7 @@
 """``browy doctor``: find what stops the extension, the host and the daemon from meeting.
 
 Each check is one :class:`nativehost.setup.check.Check` — a name, ok or not, a one-line detail and,
-when not ok, a fix. :func:`run_checks` runs them in this order: config, manifests
+when not ok, a fix. :func:`run_checks` runs them in this order: version, config, manifests
 (:mod:`nativehost.setup.manifest_checks`, whose messages name Chrome's own errors), run directory,
 journals (copies of damaged chat journals), daemon (and any of its actors restarted in the last
 hour), model (with a warning for a key sent over plain http to another host), sandboxed browsers.
@@ -11,7 +11,9 @@ None of them changes anything on disk.
 from __future__ import annotations
 
 import os
+import platform as python_platform
 import stat
+import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -27,6 +29,7 @@ from nativehost.setup.check import Check
 from nativehost.setup.install import MANIFEST_NAME
 from nativehost.setup.manifest_checks import CHROME_NOT_FOUND, check_manifest, manifests_to_check
 from nativehost.setup.platforms import Platform
+from nativehost.version import VERSION
 from supervisors.introspection import SupervisorInfo, recent_restarts
 
 __all__ = ["run_checks"]
@@ -157,6 +160,16 @@ def _check_daemon(home: Path, daemon_status: DaemonStatusFn) -> Check:
         return Check("daemon", False, str(status), "browy daemon stop; browy logs")
     if running is False:
         return Check("daemon", True, f"{status} (it starts on demand when the extension connects)")
+    details = getattr(status, "details", None)
+    daemon_version = details.get("version") if isinstance(details, dict) else None
+    if daemon_version and daemon_version != VERSION:
+        return Check(
+            "daemon",
+            True,
+            f"{status}: it runs browy {daemon_version}, this is {VERSION}",
+            "browy daemon stop (the next connection starts the new one)",
+            warning=True,
+        )
     return Check("daemon", True, str(status))
 
 
@@ -295,7 +308,13 @@ def run_checks(
     tell settings that exist only there; *daemon_status* defaults to
     :func:`nativehost.daemon.instance.daemon_status`."""
     env = os.environ if env is None else env
-    checks: list[Check] = []
+    checks: list[Check] = [
+        Check(
+            "version",
+            True,
+            f"browy {VERSION} (Python {python_platform.python_version()}, {sys.executable})",
+        )
+    ]
 
     config: Config | None
     try:
