@@ -120,6 +120,8 @@ def _format_errors(
         loc = tuple(err["loc"])
         where = _describe_loc(loc)
         msg = str(err["msg"]).removeprefix("Value error, ")
+        if err["type"] == "finite_number":
+            msg = "must be a finite number (inf and nan are not allowed)"
         if err["type"] == "extra_forbidden":
             section = loc[0] if len(loc) > 1 else None
             known = (
