@@ -48,6 +48,7 @@ __all__ = [
     "read_config_file",
     "redacted_dict",
     "set_config_value",
+    "split_key",
 ]
 
 
@@ -281,7 +282,7 @@ def _parse_cli_list(value: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _split_key(dotted_key: str) -> tuple[str, str, type[BaseModel]]:
+def split_key(dotted_key: str) -> tuple[str, str, type[BaseModel]]:
     """``section.key`` -> (section, key, the section's model); ConfigError for an unknown key."""
     section, dot, key = dotted_key.partition(".")
     if not dot or not key or "." in key:
@@ -342,7 +343,7 @@ def set_config_value(home: Path, dotted_key: str, value: object) -> Config:
     the result is invalid. The rest of the file stays as the user wrote it — comments, order,
     blank lines (tomlkit) — and the file is replaced atomically, 0600 (it may hold an API key).
     """
-    section, key, section_model = _split_key(dotted_key)
+    section, key, section_model = split_key(dotted_key)
     path = config_path(home)
     doc = _read_document(path)
 

@@ -193,7 +193,9 @@ def _check_model(home: Path, config: Config, env: Mapping[str, str]) -> list[Che
     try:
         key = model.resolve_api_key(home)
     except ConfigError as exc:
-        checks.append(Check("model key", False, str(exc), "fix [model] api_key_file"))
+        checks.append(
+            Check("model key", False, str(exc), "browy config set-key, or fix [model] api_key_file")
+        )
         return checks
     if key:
         source = "config.toml" if model.api_key is not None else f"key file {model.api_key_file}"
@@ -210,7 +212,8 @@ def _check_model(home: Path, config: Config, env: Mapping[str, str]) -> list[Che
                 False,
                 f"{var} is set in this shell only: the daemon is started by the browser and "
                 "inherits the browser's environment, not your shell's",
-                "browy config set model.api_key <key>  (or model.api_key_file <path>)",
+                "browy config set-key (asks for the key without echo, or reads it from stdin; "
+                "it stays out of your shell history)",
             )
         )
     else:
@@ -219,7 +222,8 @@ def _check_model(home: Path, config: Config, env: Mapping[str, str]) -> list[Che
                 "model key",
                 False,
                 f"no API key for {model.provider}",
-                "browy config set model.api_key <key>",
+                "browy config set-key (asks for the key without echo, or reads it from stdin; "
+                "it stays out of your shell history)",
             )
         )
     shell_only = [
@@ -336,7 +340,8 @@ def run_checks(
                     "config permissions",
                     True,
                     f"{path} holds an API key and is readable by others",
-                    f"chmod 600 {path}",
+                    f"chmod 600 {path}; better, browy config set-key moves the key into a 0600 "
+                    "key file",
                     warning=True,
                 )
             )
