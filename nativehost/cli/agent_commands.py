@@ -73,7 +73,7 @@ def handle_demo(args: argparse.Namespace, ctx: Context) -> int:
         headless=args.headless,
         turn_timeout=args.timeout,
         panel=not args.no_panel,
-        color=ctx.stdout.isatty(),
+        color=ctx.color,
     )
     return asyncio.run(run_demo(opts, env=ctx.env, out=ctx.stdout)).exit_code
 
@@ -98,6 +98,12 @@ def configure_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", metavar="TASK", help="what to do, in plain words")
     p.add_argument("--url", help="start at this page")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after this long")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="stdout: the turn's messages as JSON lines, then one result object (notes and "
+        "prompts on stderr)",
+    )
     configure_browser_choice(p)
 
 
@@ -121,6 +127,8 @@ def handle_run(args: argparse.Namespace, ctx: Context) -> int:
                 session_id=args.session,
                 headless=args.headless,
                 timeout=args.timeout,
+                as_json=args.json,
+                notes=ctx.stderr if args.json else None,
             )
         )
     except (LaunchError, DaemonUnavailable, TimeoutError) as exc:
@@ -153,10 +161,12 @@ def handle_chat(args: argparse.Namespace, ctx: Context) -> int:
 def configure_sessions(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="sessions_action", metavar="ACTION", required=True)
     ls = sub.add_parser("list", help="the terminal's stored chats, newest first")
-    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--json", action="store_true", help="print them as a JSON array")
     show = sub.add_parser("show", help="print one chat")
     show.add_argument("id", metavar="ID")
-    show.add_argument("--json", action="store_true")
+    show.add_argument(
+        "--json", action="store_true", help="print its rows as a JSON array ([] and exit 1: none)"
+    )
     delete = sub.add_parser("delete", help="delete one chat")
     delete.add_argument("id", metavar="ID")
 
