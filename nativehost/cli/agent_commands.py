@@ -64,6 +64,7 @@ def configure_demo(p: argparse.ArgumentParser) -> None:
 def handle_demo(args: argparse.Namespace, ctx: Context) -> int:
     import asyncio
 
+    from nativehost.cli.progress import is_live
     from nativehost.demo.demo import DemoOptions, run_demo
 
     opts = DemoOptions(
@@ -74,6 +75,7 @@ def handle_demo(args: argparse.Namespace, ctx: Context) -> int:
         turn_timeout=args.timeout,
         panel=not args.no_panel,
         color=ctx.color,
+        live=is_live(ctx.stdout, ctx.env),
     )
     return asyncio.run(run_demo(opts, env=ctx.env, out=ctx.stdout)).exit_code
 
@@ -204,6 +206,8 @@ def handle_chaos(args: argparse.Namespace, ctx: Context) -> int:
     from nativehost.chaos.harness import main as chaos_main
 
     try:
-        return chaos_main(args.args)
+        return chaos_main(
+            args.args, out=cast(TextIO, ctx.stdout), err=cast(TextIO, ctx.stderr), env=ctx.env
+        )
     except SystemExit as exc:  # its own argparse: --help, or bad arguments (2)
         return exc.code if isinstance(exc.code, int) else 0

@@ -62,7 +62,11 @@ def configure_install(p: argparse.ArgumentParser) -> None:
 
 
 def handle_install(args: argparse.Namespace, ctx: Context) -> int:
-    from nativehost.setup.install import install_host
+    from nativehost.setup.install import ManifestResult, install_host, manifest_line
+
+    def progress(done: int, total: int, result: ManifestResult) -> None:
+        ctx.out(f"[{done}/{total}] {manifest_line(result)}")
+        ctx.stdout.flush()  # one line per browser as it is written, also into a pipe
 
     report = install_host(
         ctx.platform,
@@ -73,8 +77,9 @@ def handle_install(args: argparse.Namespace, ctx: Context) -> int:
         system=args.system,
         target_dirs=args.target_dir,
         launcher_dir=args.launcher_dir,
+        on_manifest=progress,
     )
-    for line in report.lines():
+    for line in report.lines(manifests=False):
         ctx.out(line)
     ctx.out("Restart the browser (or reload the extension) to pick up the host.")
     return 0
