@@ -62,9 +62,8 @@ def configure_demo(p: argparse.ArgumentParser) -> None:
 
 
 def handle_demo(args: argparse.Namespace, ctx: Context) -> int:
-    import asyncio
-
     from nativehost.cli.progress import is_live
+    from nativehost.cli.stopping import run_stoppable
     from nativehost.demo.demo import DemoOptions, run_demo
 
     opts = DemoOptions(
@@ -77,7 +76,11 @@ def handle_demo(args: argparse.Namespace, ctx: Context) -> int:
         color=ctx.color,
         live=is_live(ctx.stdout, ctx.env),
     )
-    return asyncio.run(run_demo(opts, env=ctx.env, out=ctx.stdout)).exit_code
+
+    async def demo() -> int:
+        return (await run_demo(opts, env=ctx.env, out=ctx.stdout)).exit_code
+
+    return run_stoppable(demo)
 
 
 def configure_browser_choice(p: argparse.ArgumentParser) -> None:
@@ -110,15 +113,14 @@ def configure_run(p: argparse.ArgumentParser) -> None:
 
 
 def handle_run(args: argparse.Namespace, ctx: Context) -> int:
-    import asyncio
-
+    from nativehost.cli.stopping import run_stoppable
     from nativehost.cli.terminal import run_task
     from nativehost.demo.launch import LaunchError
     from nativehost.link import DaemonUnavailable
 
     try:
-        return asyncio.run(
-            run_task(
+        return run_stoppable(
+            lambda: run_task(
                 args.task,
                 user_home=ctx.home,
                 env=dict(ctx.env),
@@ -138,15 +140,14 @@ def handle_run(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def handle_chat(args: argparse.Namespace, ctx: Context) -> int:
-    import asyncio
-
+    from nativehost.cli.stopping import run_stoppable
     from nativehost.cli.terminal import chat_loop
     from nativehost.demo.launch import LaunchError
     from nativehost.link import DaemonUnavailable
 
     try:
-        return asyncio.run(
-            chat_loop(
+        return run_stoppable(
+            lambda: chat_loop(
                 user_home=ctx.home,
                 env=dict(ctx.env),
                 out=ctx.stdout,

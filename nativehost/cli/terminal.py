@@ -30,7 +30,8 @@ from typing import IO
 
 import orjson
 
-from nativehost.cli.browser_choice import pick_browser
+from nativehost.cli import stopping
+from nativehost.cli.browser_choice import BrowserTarget, pick_browser
 from nativehost.cli.terminal_client import Asker, TerminalClient, TurnAborted
 from nativehost.cli.terminal_view import TurnResult, short
 
@@ -86,6 +87,12 @@ def _asker(reader: LineReader | None, out: IO[str], auto_yes: bool) -> Asker | N
         return await reader.readline()
 
     return ask
+
+
+async def _close(client: TerminalClient | None, target: BrowserTarget) -> None:
+    if client is not None:
+        await client.close()
+    await target.close()
 
 
 async def run_task(
@@ -160,10 +167,14 @@ async def run_task(
         return finish(0 if result.ok and not result.cancelled else 1, result)
     except TurnAborted:
         return finish(130, error="aborted (second Ctrl-C)")
+    except asyncio.CancelledError:
+        if as_json:  # a stop signal: scripts still get their last line
+            stop = stopping.current()
+            signum = stop.signum if stop is not None else None
+            finish(128 + signum if signum else 1, error="stopped by a signal")
+        raise
     finally:
-        if client is not None:
-            await client.close()
-        await target.close()
+        await stopping.shielded(_close(client, target))
 
 
 async def chat_loop(
@@ -221,9 +232,7 @@ async def chat_loop(
         out.write("\n")
         return 0
     finally:
-        if client is not None:
-            await client.close()
-        await target.close()
+        await stopping.shielded(_close(client, target))
 
 
 async def sessions_command(

@@ -211,7 +211,25 @@ class TerminalClient:
     @contextlib.contextmanager
     def sigint_cancels_turns(self, on_idle: Callable[[], None] | None = None) -> Any:
         """While inside: SIGINT during a turn calls :meth:`interrupt`; between turns it calls
-        *on_idle* (default: nothing, i.e. ignored). Only in the main thread."""
+        *on_idle* (default: nothing, i.e. ignored). Only in the main thread. Under
+        :func:`nativehost.cli.stopping.run_stoppable` without *on_idle*, a SIGINT between turns
+        stops the command cleanly instead."""
+        from nativehost.cli import stopping
+
+        stop = stopping.current()
+        if stop is not None:
+
+            def first(self: TerminalClient = self) -> bool:
+                if self.interrupt():
+                    return True
+                if on_idle is not None:
+                    on_idle()
+                    return True
+                return False
+
+            with stop.sigint(first):
+                yield
+            return
         loop = asyncio.get_running_loop()
 
         def handler() -> None:
