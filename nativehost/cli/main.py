@@ -40,6 +40,7 @@ from nativehost.cli.agent_commands import (
     handle_run,
     handle_sessions,
 )
+from nativehost.cli.completion import completion_script, configure_completion
 from nativehost.cli.config_commands import CONFIG_EXIT_CODES, configure_config, handle_config
 from nativehost.cli.context import (
     BrowyParser,
@@ -71,7 +72,12 @@ __all__ = ["COMMANDS", "build_parser", "main", "version_line"]
 
 # --------------------------------------------------------------------------------------------
 
-_OK = {0: "success"}
+
+def _handle_completion(args: argparse.Namespace, ctx: Context) -> int:
+    ctx.stdout.write(completion_script(args.shell, build_parser()))
+    return 0
+
+
 _SIGNALS = {
     129: "stopped by SIGHUP (everything it started is stopped first)",
     130: "stopped by Ctrl-C / SIGINT (everything it started is stopped first)",
@@ -156,6 +162,11 @@ COMMANDS: dict[str, Command] = {
         "serve your browser to an MCP client (Claude Code, Codex, Cursor, VS Code)",
         configure_mcp,
         handle_mcp,
+    ),
+    "completion": Command(
+        "print the shell completion script (bash, zsh or fish)",
+        configure_completion,
+        _handle_completion,
     ),
 }
 
