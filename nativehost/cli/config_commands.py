@@ -202,8 +202,14 @@ def handle_config(args: argparse.Namespace, ctx: Context) -> int:
         return _get(ctx, args.key, args.json)
     elif action == "set":
         set_config_value(home, args.key, args.value)
-        shown = "***" if args.key.endswith("api_key") else args.value
-        ctx.out(f"{args.key} = {shown}  ({config_path(home)})")
+        secret = args.key.endswith("api_key")
+        ctx.out(f"{args.key} = {'***' if secret else args.value}  ({config_path(home)})")
+        if secret:
+            print(
+                "browy: note: a key typed on the command line stays in your shell's history; "
+                "`browy config set-key` reads it without echo and keeps it in a 0600 key file",
+                file=ctx.stderr,
+            )
     elif action == "set-key":
         return _set_key(ctx, args.provider)
     else:

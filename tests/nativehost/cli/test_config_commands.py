@@ -73,6 +73,14 @@ def test_get_applies_the_environment_like_show(run: Run) -> None:
     assert (code, out) == (0, "from-env\n")
 
 
+def test_setting_a_key_on_the_command_line_points_to_set_key(run: Run) -> None:
+    code, out, err = run("config", "set", "model.api_key", KEY)
+    assert code == 0
+    assert KEY not in out
+    assert "model.api_key = ***" in out
+    assert "browy config set-key" in err
+
+
 def test_get_never_prints_an_api_key(run: Run) -> None:
     run("config", "set", "model.api_key", KEY)
     assert run("config", "get", "model.api_key") == (0, "***\n", "")
