@@ -31,7 +31,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import tomlkit
+import tomlkit.items
 from pydantic import BaseModel, SecretStr, ValidationError
+from tomlkit.exceptions import TOMLKitError
 
 from actors.runtime.private_files import write_private
 from nativehost.config_schema import Config, ConfigError
@@ -45,6 +48,7 @@ __all__ = [
     "read_config_file",
     "redacted_dict",
     "set_config_value",
+    "split_key",
 ]
 
 
@@ -120,6 +124,8 @@ def _format_errors(
         loc = tuple(err["loc"])
         where = _describe_loc(loc)
         msg = str(err["msg"]).removeprefix("Value error, ")
+        if err["type"] == "finite_number":
+            msg = "must be a finite number (inf and nan are not allowed)"
         if err["type"] == "extra_forbidden":
             section = loc[0] if len(loc) > 1 else None
             known = (
@@ -232,7 +238,9 @@ def _toml_key(key: str) -> str:
 
 def dumps_toml(data: Mapping[str, Any]) -> str:
     """TOML for a flat two-level document: top-level scalars, then ``[section]`` tables of
-    scalars and arrays of scalars (the whole of Browy's schema). ``None`` values are left out."""
+    scalars and arrays of scalars (the whole of Browy's schema). ``None`` values are left out.
+    For new files and display (``browy config show``); the user's own file is changed by
+    :func:`set_config_value`, which keeps its comments."""
     lines: list[str] = []
     tables: list[tuple[str, Mapping[str, Any]]] = []
     for key, value in data.items():
@@ -274,15 +282,8 @@ def _parse_cli_list(value: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def set_config_value(home: Path, dotted_key: str, value: object) -> Config:
-    """Set ``section.key`` in ``home/config.toml`` (``None`` removes it) and return the file's
-    validated config (environment not applied).
-
-    *value* may be a string as typed on a command line (``"600"``, ``"true"``, ``"a,b"`` or
-    ``"[\\"a\\", \\"b\\"]"`` for lists) or an already typed value; it is validated against the
-    schema and stored with its proper TOML type. Nothing is written if the result is invalid.
-    Comments in the file are not kept.
-    """
+def split_key(dotted_key: str) -> tuple[str, str, type[BaseModel]]:
+    """``section.key`` -> (section, key, the section's model); ConfigError for an unknown key."""
     section, dot, key = dotted_key.partition(".")
     if not dot or not key or "." in key:
         raise ConfigError(f"{dotted_key!r}: expected SECTION.KEY, e.g. model.model")
@@ -294,8 +295,59 @@ def set_config_value(home: Path, dotted_key: str, value: object) -> Config:
     if key not in section_model.model_fields:
         known = ", ".join(section_model.model_fields)
         raise ConfigError(f"{dotted_key!r}: unknown setting (known in [{section}]: {known})")
+    return section, key, section_model
 
-    raw = read_config_file(home)
+
+def _read_document(path: Path) -> tomlkit.TOMLDocument:
+    """``config.toml`` as tomlkit reads it: comments, order and layout kept for the rewrite."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return tomlkit.document()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    try:
+        return tomlkit.parse(text)
+    except TOMLKitError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+def _store(doc: tomlkit.TOMLDocument, section: str, key: str, value: object) -> None:
+    """Put *value* at ``[section] key`` of *doc* (None removes it), touching nothing else: a new
+    key goes at the end of its table, a new table at the end of the file, and a table left empty
+    by a removal goes too unless it holds a comment."""
+    table = doc.get(section)
+    if value is None:
+        if table is None or key not in table:
+            return
+        del table[key]
+        body = getattr(getattr(table, "value", None), "body", [])
+        commented = any(isinstance(item, tomlkit.items.Comment) for _, item in body)
+        trivia = getattr(table, "trivia", None)
+        if not len(table) and not commented and not (trivia is not None and trivia.comment):
+            del doc[section]
+        return
+    if table is None:
+        table = tomlkit.table()
+        doc[section] = table
+    table[key] = value
+
+
+def set_config_value(home: Path, dotted_key: str, value: object) -> Config:
+    """Set ``section.key`` in ``home/config.toml`` (``None`` removes it) and return the file's
+    validated config (environment not applied).
+
+    *value* may be a string as typed on a command line (``"600"``, ``"true"``, ``"a,b"`` or
+    ``"[\\"a\\", \\"b\\"]"`` for lists) or an already typed value; it is validated against the
+    schema, with the rest of the file, and stored with its proper TOML type. Nothing is written if
+    the result is invalid. The rest of the file stays as the user wrote it — comments, order,
+    blank lines (tomlkit) — and the file is replaced atomically, 0600 (it may hold an API key).
+    """
+    section, key, section_model = split_key(dotted_key)
+    path = config_path(home)
+    doc = _read_document(path)
+
+    raw: dict[str, Any] = doc.unwrap()
     table = raw.get(section)
     table = dict(table) if isinstance(table, dict) else {}
     if value is None:
@@ -305,11 +357,10 @@ def set_config_value(home: Path, dotted_key: str, value: object) -> Config:
         table[key] = _parse_cli_list(value) if is_list and isinstance(value, str) else value
     raw[section] = table
 
-    config = _validate(raw, str(config_path(home)), {})
-    if value is not None:
-        table[key] = _plain(getattr(getattr(config, section), key))
-    raw = {name: t for name, t in raw.items() if not (isinstance(t, dict) and not t)}
-    write_private(config_path(home), dumps_toml(raw))  # 0600: it may hold an API key
+    config = _validate(raw, str(path), {})
+    stored = None if value is None else _plain(getattr(getattr(config, section), key))
+    _store(doc, section, key, stored)
+    write_private(path, tomlkit.dumps(doc))
     return config
 
 

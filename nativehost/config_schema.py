@@ -51,7 +51,9 @@ class ConfigError(Exception):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # No setting means anything with inf or nan (a timeout of inf is "never", which is what 0
+    # says where the schema allows it; nan compares false with every bound).
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class HostConfig(_Section):
@@ -118,6 +120,8 @@ class ModelConfig(_Section):
     api_key: SecretStr | None = None
     api_key_file: Path | None = None
     model: str | None = None
+    # Seconds the model may stay silent (before its first token, or inside the stream) before
+    # the call ends: as given, so a slow local model can have 600 or more.
     request_timeout: float = Field(default=120.0, gt=0)
     cli_path: Path | None = None
 

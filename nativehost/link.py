@@ -36,9 +36,9 @@ from messages.link import (
     LinkWelcome,
 )
 from nativehost.home import private_dir_problem, run_dir, socket_path
+from nativehost.version import VERSION
 
 __all__ = [
-    "PACKAGE_VERSION",
     "DaemonUnavailable",
     "UntrustedDaemon",
     "link_transport",
@@ -46,8 +46,6 @@ __all__ = [
     "query_daemon",
     "tcp_endpoint_path",
 ]
-
-PACKAGE_VERSION = "0.1.0"
 
 
 log = logging.getLogger(__name__)
@@ -131,7 +129,7 @@ async def open_link(
         role=role,
         origin=origin,
         pid=os.getpid(),
-        package_version=PACKAGE_VERSION,
+        package_version=VERSION,
         nonce=secrets.token_hex(16),
     )
     try:

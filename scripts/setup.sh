@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# Installs everything Browy needs on a fresh Debian machine: Chromium from Debian's packages, a
-# virtual environment in .venv with the project and its test extras. Idempotent; safe to re-run.
+# Installs everything Browy needs on a fresh Debian machine: Chromium from Debian's packages (and
+# zsh and fish, whose completion scripts the tests run), a virtual environment in .venv with the
+# project and its test extras. Idempotent; safe to re-run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ ! -x /usr/lib/chromium/chromium ]; then
+missing=()
+[ -x /usr/lib/chromium/chromium ] || missing+=(chromium)
+command -v zsh >/dev/null || missing+=(zsh)
+command -v fish >/dev/null || missing+=(fish)
+if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else
-    echo "setup: Chromium is missing; run: sudo apt-get install -y chromium" >&2
+    echo "setup: ${missing[*]} missing; run: sudo apt-get install -y ${missing[*]}" >&2
   fi
 fi
 

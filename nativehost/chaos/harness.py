@@ -46,8 +46,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -55,8 +56,9 @@ from nativehost.chaos.faults import ALL_FAULTS, IN_PROCESS_FAULTS, PROCESS_FAULT
 from nativehost.chaos.in_process import run_chaos
 from nativehost.chaos.process_mode import run_process_chaos
 from nativehost.chaos.report import ChaosOptions, format_table
+from nativehost.cli.progress import LiveLine, is_live
 
-__all__ = ["main"]
+__all__ = ["live_line_for", "main"]
 
 
 def _parse_faults(text: str) -> tuple[str, ...]:
@@ -71,13 +73,32 @@ def _parse_faults(text: str) -> tuple[str, ...]:
     return kinds
 
 
-def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+def live_line_for(
+    err: TextIO, env: Mapping[str, str], *, json_report: Path | None
+) -> LiveLine | None:
+    """The live status line: only on a terminal, and not with ``--json`` (as asked of every
+    progress display: a run kept for its report has the report)."""
+    return LiveLine(err) if json_report is None and is_live(err, env) else None
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    env: Mapping[str, str] | None = None,
+) -> int:
     """``browy chaos [--seed N] [--duration S] [--sessions N] [--faults k1,k2] [--json PATH]
     [--process]``: run the harness, print the table, write the JSON report; 1 if an invariant
-    failed, 2 for bad arguments."""
+    failed, 2 for bad arguments. On a terminal (*err*) without ``--json``, a live status line
+    says how the run goes so far."""
     out = out or sys.stdout
+    err = err or sys.stderr
     parser = argparse.ArgumentParser(
-        prog="browy chaos", description="Fault-injection run of the daemon with invariant checks."
+        prog="browy chaos",
+        description="Fault-injection run of the daemon with invariant checks.",
+        epilog="exit codes:\n  0    every invariant held\n  1    an invariant failed\n"
+        "  2    bad arguments",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--duration", type=float, default=60.0, help="seconds (default 60)")
@@ -102,11 +123,20 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         mode = "--process" if args.process else "in-process mode"
         print(f"browy chaos: none of those fault kinds applies to {mode}", file=sys.stderr)
         return 2
+    line = live_line_for(err, os.environ if env is None else env, json_report=args.json)
     opts = ChaosOptions(
-        seed=args.seed, duration=args.duration, sessions=args.sessions, faults=faults
+        seed=args.seed,
+        duration=args.duration,
+        sessions=args.sessions,
+        faults=faults,
+        live=line.show if line is not None else None,
     )
     run = run_process_chaos if args.process else run_chaos
-    report = asyncio.run(run(opts))
+    try:
+        report = asyncio.run(run(opts))
+    finally:
+        if line is not None:
+            line.clear()
     out.write(format_table(report) + "\n")
     if args.json is not None:
         args.json.write_text(json.dumps(report.as_json(), indent=2) + "\n")

@@ -226,8 +226,10 @@ class _InProcessRun(ChaosRun):
         started = time.monotonic()
         self.stop_sending = started + self.opts.duration
         keeper: asyncio.Future[None] | None = None
+        live: asyncio.Future[None] | None = None
         try:
             await self._start()
+            live = self._start_live()
             keeper = asyncio.ensure_future(self._keep_daemon())
             sessions = [asyncio.ensure_future(self._session(s)) for s in self.session_peer]
             faults = asyncio.ensure_future(self._faults())
@@ -250,8 +252,9 @@ class _InProcessRun(ChaosRun):
             self.supervision = list(self.events)
         finally:
             self._stopping = True
-            if keeper is not None:
-                keeper.cancel()
+            for helper in (keeper, live):
+                if helper is not None:
+                    helper.cancel()
             for peer in self.peers:
                 await peer.close()
             if self.server is not None:

@@ -244,8 +244,10 @@ class _ProcessRun(ChaosRun):
         )
         self.stop_sending = time.monotonic() + self.opts.duration
         harness_fds = (0, 0)
+        live: asyncio.Future[None] | None = None
         try:
             await self._start()
+            live = self._start_live()
             sessions = [asyncio.ensure_future(self._session(s)) for s in self.session_peer]
             faults = asyncio.ensure_future(self._faults())
             await asyncio.sleep(min(3.0, 0.15 * self.opts.duration))
@@ -261,6 +263,8 @@ class _ProcessRun(ChaosRun):
             report.fds = (warm[0], end[0])
             report.rss = (warm[1], end[1])
         finally:
+            if live is not None:
+                live.cancel()
             leftover = await self._cleanup()
         harness_fds = (harness_fds[0], _harness_fds())
         self._check(report)

@@ -9,6 +9,7 @@ checked in :mod:`nativehost.chaos.checks`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,8 @@ class ChaosOptions:
     actor_targets: tuple[str, ...] = ACTOR_TARGETS
     turn_deadline: float = TURN_DEADLINE_S
     home: Path | None = None
+    #: Given the live status line once a second while the run goes on (a terminal), or None.
+    live: Callable[[str], None] | None = None
 
 
 @dataclass(slots=True)

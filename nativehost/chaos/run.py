@@ -20,6 +20,7 @@ from pathlib import Path
 
 from nativehost.chaos.checks import InvariantChecks, PeerLike
 from nativehost.chaos.faults import _Injected
+from nativehost.chaos.live import live_line
 from nativehost.chaos.panels import Recorder
 from nativehost.chaos.report import ChaosOptions, ChaosReport
 from nativehost.demo.model_server import ScriptedModelServer
@@ -60,3 +61,28 @@ class ChaosRun(InvariantChecks):
     async def run(self) -> ChaosReport:
         """Run, stop everything the run started, check the invariants, return the report."""
         raise NotImplementedError
+
+    def live_status(self, elapsed: float) -> str:
+        """The run so far in one line (:func:`nativehost.chaos.live.live_line`)."""
+        peers = {p.index: p for p, _ in self.session_peer.values()}.values()
+        return live_line(
+            elapsed=elapsed,
+            duration=self.opts.duration,
+            recorder=self.recorder,
+            faults=len(self.injected),
+            executed=[e for p in peers for e in p.browser.executed],
+        )
+
+    def _start_live(self) -> asyncio.Future[None] | None:
+        """Give ``opts.live`` the status line once a second, until cancelled."""
+        show = self.opts.live
+        if show is None:
+            return None
+
+        async def tick() -> None:
+            started = time.monotonic()
+            while True:
+                show(self.live_status(time.monotonic() - started))
+                await asyncio.sleep(1.0)
+
+        return asyncio.ensure_future(tick())

@@ -62,8 +62,8 @@ def configure_demo(p: argparse.ArgumentParser) -> None:
 
 
 def handle_demo(args: argparse.Namespace, ctx: Context) -> int:
-    import asyncio
-
+    from nativehost.cli.progress import is_live
+    from nativehost.cli.stopping import run_stoppable
     from nativehost.demo.demo import DemoOptions, run_demo
 
     opts = DemoOptions(
@@ -73,9 +73,14 @@ def handle_demo(args: argparse.Namespace, ctx: Context) -> int:
         headless=args.headless,
         turn_timeout=args.timeout,
         panel=not args.no_panel,
-        color=ctx.stdout.isatty(),
+        color=ctx.color,
+        live=is_live(ctx.stdout, ctx.env),
     )
-    return asyncio.run(run_demo(opts, env=ctx.env, out=ctx.stdout)).exit_code
+
+    async def demo() -> int:
+        return (await run_demo(opts, env=ctx.env, out=ctx.stdout)).exit_code
+
+    return run_stoppable(demo)
 
 
 def configure_browser_choice(p: argparse.ArgumentParser) -> None:
@@ -103,19 +108,24 @@ def configure_run(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run without a browser: only the tools that need no tab (files, notes, skills, …)",
     )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="stdout: the turn's messages as JSON lines, then one result object (notes and "
+        "prompts on stderr)",
+    )
     configure_browser_choice(p)
 
 
 def handle_run(args: argparse.Namespace, ctx: Context) -> int:
-    import asyncio
-
+    from nativehost.cli.stopping import run_stoppable
     from nativehost.cli.terminal import run_task
     from nativehost.demo.launch import LaunchError
     from nativehost.link import DaemonUnavailable
 
     try:
-        return asyncio.run(
-            run_task(
+        return run_stoppable(
+            lambda: run_task(
                 args.task,
                 user_home=ctx.home,
                 env=dict(ctx.env),
@@ -127,6 +137,8 @@ def handle_run(args: argparse.Namespace, ctx: Context) -> int:
                 headless=args.headless,
                 timeout=args.timeout,
                 no_browser=args.no_browser,
+                as_json=args.json,
+                notes=ctx.stderr if args.json else None,
             )
         )
     except (LaunchError, DaemonUnavailable, TimeoutError) as exc:
@@ -134,15 +146,14 @@ def handle_run(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def handle_chat(args: argparse.Namespace, ctx: Context) -> int:
-    import asyncio
-
+    from nativehost.cli.stopping import run_stoppable
     from nativehost.cli.terminal import chat_loop
     from nativehost.demo.launch import LaunchError
     from nativehost.link import DaemonUnavailable
 
     try:
-        return asyncio.run(
-            chat_loop(
+        return run_stoppable(
+            lambda: chat_loop(
                 user_home=ctx.home,
                 env=dict(ctx.env),
                 out=ctx.stdout,
@@ -159,10 +170,12 @@ def handle_chat(args: argparse.Namespace, ctx: Context) -> int:
 def configure_sessions(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="sessions_action", metavar="ACTION", required=True)
     ls = sub.add_parser("list", help="the terminal's stored chats, newest first")
-    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--json", action="store_true", help="print them as a JSON array")
     show = sub.add_parser("show", help="print one chat")
     show.add_argument("id", metavar="ID")
-    show.add_argument("--json", action="store_true")
+    show.add_argument(
+        "--json", action="store_true", help="print its rows as a JSON array ([] and exit 1: none)"
+    )
     delete = sub.add_parser("delete", help="delete one chat")
     delete.add_argument("id", metavar="ID")
 
@@ -200,6 +213,8 @@ def handle_chaos(args: argparse.Namespace, ctx: Context) -> int:
     from nativehost.chaos.harness import main as chaos_main
 
     try:
-        return chaos_main(args.args)
+        return chaos_main(
+            args.args, out=cast(TextIO, ctx.stdout), err=cast(TextIO, ctx.stderr), env=ctx.env
+        )
     except SystemExit as exc:  # its own argparse: --help, or bad arguments (2)
         return exc.code if isinstance(exc.code, int) else 0

@@ -28,6 +28,14 @@ class BrowserTarget:
     private_home: Path | None = None
 
     async def close(self) -> None:
+        """Stop the Chromium we launched (its whole process group: the relay too), then the
+        private daemon, and remove the private home; finishes even if a stop signal comes
+        meanwhile."""
+        from nativehost.cli.stopping import shielded
+
+        await shielded(self._close())
+
+    async def _close(self) -> None:
         from nativehost.daemon.process import stop_daemon
 
         if self.browser is not None:
@@ -98,20 +106,23 @@ async def pick_browser(
             )
     import tempfile
 
+    from nativehost.cli.stopping import finish_in_thread
     from nativehost.demo.demo import wait_for_browser_link
-    from nativehost.demo.launch import launch_browser
+    from nativehost.demo.launch import Browser, launch_browser
 
     private = Path(tempfile.mkdtemp(prefix="browy-run-"))
     target = BrowserTarget(home=private, how="a private Chromium", private_home=private)
     try:
         _private_config(user_home, private)
-        target.browser = await asyncio.to_thread(
-            launch_browser,
-            private,
-            start_url=url or "about:blank",
-            headless=headless,
-            env=env,
-            log_path=private / "chromium.log",
+        target.browser = await finish_in_thread(
+            lambda: launch_browser(
+                private,
+                start_url=url or "about:blank",
+                headless=headless,
+                env=env,
+                log_path=private / "chromium.log",
+            ),
+            on_abandon=Browser.close,
         )
         await wait_for_browser_link(private, timeout=30.0)
     except BaseException:

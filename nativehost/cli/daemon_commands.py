@@ -104,7 +104,12 @@ def configure_daemon(p: argparse.ArgumentParser) -> None:
         "restart",
         help="stop the daemon and start a new one (turns in flight end; nothing is replayed)",
     )
-    sub.add_parser("status", help="is it running? (exit code 3 if not)")
+    status = sub.add_parser("status", help="is it running? (exit code 3 if not)")
+    status.add_argument(
+        "--json",
+        action="store_true",
+        help="print {running, pid, socket, details: {version, uptime_s, links, ...}}",
+    )
     tree = sub.add_parser(
         "tree",
         help="the running daemon's supervision tree: each actor, its state, mailbox, restarts "
@@ -136,7 +141,13 @@ def handle_daemon(args: argparse.Namespace, ctx: Context) -> int:
         return 0
     if action == "status":
         status = daemon_status(home)
-        ctx.out(str(status))
+        if args.json:
+            import dataclasses
+            import json
+
+            ctx.out(json.dumps(dataclasses.asdict(status), indent=2))
+        else:
+            ctx.out(str(status))
         return 0 if status.running else 3
     if action == "tree":
         return _print_tree(ctx, json_out=args.json)

@@ -81,15 +81,15 @@ def _config(args: argparse.Namespace, ctx: Context) -> int:
 
 def _serve(args: argparse.Namespace, ctx: Context) -> int:
     from nativehost.daemon.process import start_daemon
-    from nativehost.link import PACKAGE_VERSION
     from nativehost.mcp.server import BrowyMcp
+    from nativehost.version import VERSION
 
     home = ctx.home
     # stdout is the MCP channel: everything else goes to stderr.
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="browy mcp: %(message)s")
     mcp = BrowyMcp(
         home,
-        version=PACKAGE_VERSION,
+        version=VERSION,
         naming=args.tool_names,
         start_daemon=lambda h: start_daemon(h, timeout=15.0),
         browser=args.browser,

@@ -1,5 +1,5 @@
-"""``browy`` subcommands that set browy up: install-host / uninstall-host, doctor, config and
-extension-path.
+"""``browy`` subcommands that set browy up: install-host / uninstall-host, doctor and
+extension-path (``config`` is :mod:`nativehost.cli.config_commands`).
 
 Each is a configure function (adds the subcommand's arguments) and a handler ``(args, ctx) -> exit
 code``, rows of :data:`nativehost.cli.main.COMMANDS`; the modules doing the work are imported inside
@@ -15,10 +15,8 @@ from pathlib import Path
 from nativehost.cli.context import Context, UserError
 
 __all__ = [
-    "configure_config",
     "configure_doctor",
     "configure_install",
-    "handle_config",
     "handle_doctor",
     "handle_extension_path",
     "handle_install",
@@ -64,7 +62,11 @@ def configure_install(p: argparse.ArgumentParser) -> None:
 
 
 def handle_install(args: argparse.Namespace, ctx: Context) -> int:
-    from nativehost.setup.install import install_host
+    from nativehost.setup.install import ManifestResult, install_host, manifest_line
+
+    def progress(done: int, total: int, result: ManifestResult) -> None:
+        ctx.out(f"[{done}/{total}] {manifest_line(result)}")
+        ctx.stdout.flush()  # one line per browser as it is written, also into a pipe
 
     report = install_host(
         ctx.platform,
@@ -75,8 +77,9 @@ def handle_install(args: argparse.Namespace, ctx: Context) -> int:
         system=args.system,
         target_dirs=args.target_dir,
         launcher_dir=args.launcher_dir,
+        on_manifest=progress,
     )
-    for line in report.lines():
+    for line in report.lines(manifests=False):
         ctx.out(line)
     ctx.out("Restart the browser (or reload the extension) to pick up the host.")
     return 0
@@ -108,51 +111,6 @@ def handle_doctor(args: argparse.Namespace, ctx: Context) -> int:
     else:
         ctx.out(format_checks(checks))
     return exit_code(checks)
-
-
-# --------------------------------------------------------------------------------------------
-# config
-
-
-def configure_config(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="config_action", metavar="ACTION", required=True)
-    show = sub.add_parser("show", help="print the effective settings (secrets hidden)")
-    show.add_argument("--json", action="store_true")
-    set_ = sub.add_parser("set", help="set SECTION.KEY to VALUE in config.toml")
-    set_.add_argument("key", metavar="KEY", help="e.g. model.model")
-    set_.add_argument("value", metavar="VALUE", help='lists: a,b or ["a", "b"]')
-    unset = sub.add_parser("unset", help="remove SECTION.KEY from config.toml")
-    unset.add_argument("key", metavar="KEY")
-    sub.add_parser("path", help="print the path of config.toml")
-
-
-def handle_config(args: argparse.Namespace, ctx: Context) -> int:
-    from nativehost.config import (
-        config_path,
-        dumps_toml,
-        load_config,
-        redacted_dict,
-        set_config_value,
-    )
-
-    home = ctx.home
-    if args.config_action == "path":
-        ctx.out(str(config_path(home)))
-    elif args.config_action == "show":
-        data = redacted_dict(load_config(home, env=ctx.env))
-        if args.json:
-            ctx.out(json.dumps(data, indent=2))
-        else:
-            ctx.out(f"# {config_path(home)} (with environment overrides applied)")
-            ctx.out(dumps_toml(data).rstrip("\n"))
-    elif args.config_action == "set":
-        set_config_value(home, args.key, args.value)
-        shown = "***" if args.key.endswith("api_key") else args.value
-        ctx.out(f"{args.key} = {shown}  ({config_path(home)})")
-    else:
-        set_config_value(home, args.key, None)
-        ctx.out(f"{args.key} removed ({config_path(home)})")
-    return 0
 
 
 # --------------------------------------------------------------------------------------------

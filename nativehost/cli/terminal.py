@@ -30,9 +30,10 @@ from typing import IO
 
 import orjson
 
+from nativehost.cli import stopping
 from nativehost.cli.browser_choice import BrowserTarget, pick_browser
 from nativehost.cli.terminal_client import Asker, TerminalClient, TurnAborted
-from nativehost.cli.terminal_view import short
+from nativehost.cli.terminal_view import TurnResult, short
 
 #: What ``browy run`` says when it runs with no browser.
 NO_BROWSER = (
@@ -94,6 +95,13 @@ def _asker(reader: LineReader | None, out: IO[str], auto_yes: bool) -> Asker | N
     return ask
 
 
+async def _close(client: TerminalClient | None, target: BrowserTarget | None) -> None:
+    if client is not None:
+        await client.close()
+    if target is not None:
+        await target.close()
+
+
 async def run_task(
     task: str,
     *,
@@ -108,52 +116,87 @@ async def run_task(
     interactive: bool | None = None,
     timeout: float | None = None,
     no_browser: bool = False,
+    as_json: bool = False,
+    notes: IO[str] | None = None,
 ) -> int:
     """``browy run``: one turn, streamed. 0 done, 1 failed, 130 interrupted twice.
 
     With *no_browser* (or when no browser is connected and none can be launched) the turn runs
-    on the user's daemon with no tab: only the tools that need none."""
+    on the user's daemon with no tab: only the tools that need none. *as_json*: *out* gets only
+    JSON lines — ``run.started``, the turn's messages, one ``result``
+    (:mod:`nativehost.cli.json_view`); notes and prompts go to *notes* (default stderr)."""
+    from nativehost.cli.context import wants_color
+    from nativehost.cli.json_view import json_line, result_object
     from nativehost.demo.launch import LaunchError
 
+    notes = notes if notes is not None else (sys.stderr if as_json else out)
     target: BrowserTarget | None = None
     if not no_browser:
         try:
             target = await pick_browser(
-                user_home, env, out, launch=launch, url=url, headless=headless
+                user_home, env, notes, launch=launch, url=url, headless=headless
             )
         except LaunchError as exc:
             if launch:
                 raise
-            out.write(f"note: no browser to drive ({exc}); running without one\n")
+            notes.write(f"note: no browser to drive ({exc}); running without one\n")
     reader = LineReader() if (sys.stdin.isatty() if interactive is None else interactive) else None
     client: TerminalClient | None = None
+    session = session_id or ""
+
+    def finish(code: int, result: TurnResult | None = None, error: str = "") -> int:
+        if as_json:
+            json_line(out, result_object(result, exit_code=code, session_id=session, error=error))
+        return code
+
     try:
-        out.write(f"browser: {target.how if target is not None else NO_BROWSER}\n")
+        how = target.how if target is not None else NO_BROWSER
+        if not as_json:
+            out.write(f"browser: {how}\n")
         client = await TerminalClient.connect(
             target.home if target is not None else user_home,
             out,
             session_id=session_id,
-            asker=_asker(reader, out, auto_yes),
-            color=out.isatty(),
+            asker=_asker(reader, notes, auto_yes),
+            color=not as_json and wants_color(out, env),
+            json_lines=as_json,
+            notes=notes,
             browser=target is not None,
         )
+        session = client.session_id
         if target is not None and not client.can_drive_browser:
-            out.write("error: the daemon does not let this terminal drive a browser\n")
-            return 1
+            error = "the daemon does not let this terminal drive a browser"
+            if not as_json:
+                out.write(f"error: {error}\n")
+            return finish(1, error=error)
         text = task
         if url and (target is None or target.browser is None):
             text = f"First open {url} in a new tab. Then: {task}"
-        out.write(f"session: {client.session_id}\n\n")
+        if as_json:
+            json_line(
+                out,
+                {
+                    "type": "run.started",
+                    "sessionId": session,
+                    "browser": how,
+                    "model": client.model,
+                },
+            )
+        else:
+            out.write(f"session: {client.session_id}\n\n")
         with client.sigint_cancels_turns():
             result = await client.run_turn(text, timeout=timeout)
-        return 0 if result.ok and not result.cancelled else 1
+        return finish(0 if result.ok and not result.cancelled else 1, result)
     except TurnAborted:
-        return 130
+        return finish(130, error="aborted (second Ctrl-C)")
+    except asyncio.CancelledError:
+        if as_json:  # a stop signal: scripts still get their last line
+            stop = stopping.current()
+            signum = stop.signum if stop is not None else None
+            finish(128 + signum if signum else 1, error="stopped by a signal")
+        raise
     finally:
-        if client is not None:
-            await client.close()
-        if target is not None:
-            await target.close()
+        await stopping.shielded(_close(client, target))
 
 
 async def chat_loop(
@@ -169,6 +212,8 @@ async def chat_loop(
 ) -> int:
     """``browy chat``: read a line, run it as a turn, repeat. Ctrl-C stops a turn; Ctrl-C at the
     prompt, Ctrl-D, ``/quit`` or a second Ctrl-C during a turn exit."""
+    from nativehost.cli.context import wants_color
+
     target = await pick_browser(user_home, env, out, launch=launch, headless=headless)
     reader = LineReader(stdin)
     client: TerminalClient | None = None
@@ -179,7 +224,7 @@ async def chat_loop(
             out,
             session_id=session_id,
             asker=_asker(reader, out, auto_yes),
-            color=out.isatty(),
+            color=wants_color(out, env),
         )
         drive = "drives " + target.how if client.can_drive_browser else "cannot drive a browser"
         out.write(
@@ -209,9 +254,7 @@ async def chat_loop(
         out.write("\n")
         return 0
     finally:
-        if client is not None:
-            await client.close()
-        await target.close()
+        await stopping.shielded(_close(client, target))
 
 
 async def sessions_command(
@@ -248,7 +291,7 @@ async def sessions_command(
             rows = await client.history(chat_id)
             if as_json:
                 out.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
-                return 0
+                return 0 if rows else 1
             if not rows:
                 out.write(f"no chat {chat_id}\n")
                 return 1

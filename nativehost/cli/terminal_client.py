@@ -67,12 +67,18 @@ class TerminalClient:
         session_id: str,
         asker: Asker | None = None,
         color: bool = False,
+        json_lines: bool = False,
+        notes: IO[str] | None = None,
     ) -> None:
         self.stream = stream
         self.out = out
         self.session_id = session_id
         self.asker = asker
         self.color = color
+        #: Each message of a turn as a JSON line on *out* (``browy run --json``); notes for the
+        #: user then go to *notes* (stderr), never among the JSON lines.
+        self.json_lines = json_lines
+        self.notes = notes if notes is not None else out
         self.capabilities: list[str] = []
         self.model: str = ""
         self._inbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
@@ -92,6 +98,8 @@ class TerminalClient:
         session_id: str | None = None,
         asker: Asker | None = None,
         color: bool = False,
+        json_lines: bool = False,
+        notes: IO[str] | None = None,
         start_session: bool = True,
         browser: bool = True,
         timeout: float = 10.0,
@@ -99,7 +107,13 @@ class TerminalClient:
         """Open the link, say hello and (by default) start the session; raises on failure."""
         stream, _welcome = await open_link(home, role="cli", timeout=timeout)
         client = cls(
-            stream, out, session_id=session_id or new_session_id(), asker=asker, color=color
+            stream,
+            out,
+            session_id=session_id or new_session_id(),
+            asker=asker,
+            color=color,
+            json_lines=json_lines,
+            notes=notes,
         )
         client._reader = asyncio.ensure_future(client._read())
         try:
@@ -199,7 +213,25 @@ class TerminalClient:
     @contextlib.contextmanager
     def sigint_cancels_turns(self, on_idle: Callable[[], None] | None = None) -> Any:
         """While inside: SIGINT during a turn calls :meth:`interrupt`; between turns it calls
-        *on_idle* (default: nothing, i.e. ignored). Only in the main thread."""
+        *on_idle* (default: nothing, i.e. ignored). Only in the main thread. Under
+        :func:`nativehost.cli.stopping.run_stoppable` without *on_idle*, a SIGINT between turns
+        stops the command cleanly instead."""
+        from nativehost.cli import stopping
+
+        stop = stopping.current()
+        if stop is not None:
+
+            def first(self: TerminalClient = self) -> bool:
+                if self.interrupt():
+                    return True
+                if on_idle is not None:
+                    on_idle()
+                    return True
+                return False
+
+            with stop.sigint(first):
+                yield
+            return
         loop = asyncio.get_running_loop()
 
         def handler() -> None:
@@ -220,15 +252,22 @@ class TerminalClient:
     # -- output ------------------------------------------------------------------------------------
 
     def _write(self, text: str) -> None:
-        self.out.write(text)
-        self.out.flush()
+        self.notes.write(text)
+        self.notes.flush()
+
+    def _view(self) -> TurnView:
+        if self.json_lines:
+            from nativehost.cli.json_view import JsonTurnView
+
+            return JsonTurnView(self.out, notes=self.notes)
+        return TurnView(self.out, color=self.color)
 
     # -- a turn ------------------------------------------------------------------------------------
 
     async def run_turn(self, text: str, *, timeout: float | None = None) -> TurnResult:
         """Send *text*, stream the turn to the terminal, return how it ended."""
         turn_id = f"t-{secrets.token_hex(6)}"
-        view = TurnView(self.out, color=self.color)
+        view = self._view()
         result = view.result
         started = time.monotonic()
         self._interrupts = 0
@@ -275,10 +314,10 @@ class TerminalClient:
                     if msg.get("sessionId") not in (None, self.session_id):
                         continue
                     if kind == "approval.request":
-                        view.newline()
+                        view.passing(msg)
                         await self._approve(msg)
                     elif kind == "user.ask":
-                        view.newline()
+                        view.passing(msg)
                         await self._answer(msg)
                     elif view.show(msg):  # chat.done or chat.error
                         break

@@ -105,6 +105,11 @@ class TurnView:
 
     # -- the daemon's messages ---------------------------------------------------------------------
 
+    def passing(self, msg: dict[str, Any]) -> None:
+        """A message of the turn that the client answers itself (``approval.request``,
+        ``user.ask``): nothing to show here, the prompt is the client's."""
+        self.newline()
+
     def show(self, msg: dict[str, Any]) -> bool:
         """Write out one message of the turn; True when it ended the turn (``chat.done`` or
         ``chat.error``). Kinds it does not know are ignored."""

@@ -42,7 +42,7 @@ def model_settings(home: Path, config: Config) -> ModelSettings | None:
         base_url=base_url,
         api_key=key,
         model=model.model,
-        stream_idle_timeout=min(model.request_timeout, 120.0),
+        stream_idle_timeout=model.request_timeout,
     )
 
 

@@ -26,6 +26,7 @@ from actors.runtime.private_files import write_private
 from nativehost.daemon.instance import is_running, pid_path, read_pid, try_lock
 from nativehost.home import browy_home, ensure_private_dir, host_log, log_dir, relay_log
 from nativehost.link import query_daemon
+from nativehost.version import VERSION
 
 __all__ = [
     "main",
@@ -34,8 +35,6 @@ __all__ = [
     "start_daemon",
     "stop_daemon",
 ]
-
-PACKAGE_VERSION = "0.1.0"
 
 
 def spawn_detached(home: Path) -> None:
@@ -130,9 +129,7 @@ def run_daemon(home: Path | None = None, *, idle_exit_s: float | None = None) ->
                         )
                     }
                 )
-            server = DaemonServer(
-                home, config, version=PACKAGE_VERSION, log_sink=logging_handle.sink
-            )
+            server = DaemonServer(home, config, version=VERSION, log_sink=logging_handle.sink)
             return asyncio.run(server.serve())
         finally:
             with contextlib.suppress(OSError):

@@ -38,6 +38,8 @@ from typing import IO, Any
 
 from aiohttp import web
 
+from nativehost.cli.progress import Steps
+from nativehost.cli.stopping import finish_in_thread, shielded
 from nativehost.cli.terminal_client import TerminalClient, TurnAborted
 from nativehost.cli.terminal_view import TurnResult
 from nativehost.daemon.instance import is_running
@@ -79,6 +81,7 @@ class DemoOptions:
     turn_timeout: float = 120.0
     panel: bool = True
     color: bool = False
+    live: bool = False  # set-up steps completed in place (a terminal)
 
 
 @dataclass(slots=True)
@@ -197,8 +200,10 @@ async def run_demo(
     out = out or sys.stdout
 
     def say(text: str = "") -> None:
-        out.write(text + "\n")
-        out.flush()
+        # After a SIGHUP the terminal may be gone: what is left to do is stopping things.
+        with contextlib.suppress(OSError, ValueError):
+            out.write(text + "\n")
+            out.flush()
 
     real = model_is_configured(env) if opts.real_model is None else opts.real_model
     out_dir = opts.out_dir or Path(tempfile.mkdtemp(prefix="browy-demo-output-"))
@@ -211,32 +216,40 @@ async def run_demo(
     model: ScriptedModelServer | None = None
     browser: Browser | None = None
     client: TerminalClient | None = None
+    steps = Steps(out, total=5, live=opts.live)
     try:
-        runner, site_url = await _serve_site(DEMO_SITE)
-        browser_env = dict(env)
-        if real:
-            write_demo_config(home, real_model_section(env))
-            say(f"model: your configured model ({model_label(env)})")
-        else:
-            # The scripted server must win: the environment would override config.toml.
-            for var in MODEL_ENV:
-                browser_env.pop(var, None)
-            model = ScriptedModelServer(script or demo_script(site_url))
-            base_url = await model.start()
-            write_demo_config(home, scripted_model_section(base_url))
-            say(f"model: the scripted model server at {base_url} (no key needed)")
-        say(f"demo shop: {site_url}/")
         say(f"BROWY_HOME: {home}")
-        browser = await asyncio.to_thread(
-            launch_browser,
-            home,
-            headless=opts.headless,
-            env=browser_env,
-            log_path=home / "chromium.log",
-        )
-        say(f"chromium: pid {browser.proc.pid}, DevTools {browser.http_base}")
-        await wait_for_browser_link(home, timeout=30.0)
-        client = await TerminalClient.connect(home, out, color=opts.color)
+        with steps.step("serving the demo shop") as step:
+            runner, site_url = await _serve_site(DEMO_SITE)
+            step.done(f"{site_url}/")
+        browser_env = dict(env)
+        with steps.step("setting up the model") as step:
+            if real:
+                write_demo_config(home, real_model_section(env))
+                step.done(f"your configured model ({model_label(env)})")
+            else:
+                # The scripted server must win: the environment would override config.toml.
+                for var in MODEL_ENV:
+                    browser_env.pop(var, None)
+                model = ScriptedModelServer(script or demo_script(site_url))
+                base_url = await model.start()
+                write_demo_config(home, scripted_model_section(base_url))
+                step.done(f"the scripted model server at {base_url} (no key needed)")
+        with steps.step("launching Chromium with the extension") as step:
+            browser = await finish_in_thread(
+                lambda: launch_browser(
+                    home,
+                    headless=opts.headless,
+                    env=browser_env,
+                    log_path=home / "chromium.log",
+                ),
+                on_abandon=Browser.close,
+            )
+            step.done(f"pid {browser.proc.pid}, DevTools {browser.http_base}")
+        with steps.step("waiting for the extension to start the daemon"):
+            await wait_for_browser_link(home, timeout=30.0)
+        with steps.step("connecting this terminal to the daemon"):
+            client = await TerminalClient.connect(home, out, color=opts.color)
         if not client.can_drive_browser:
             say("error: the daemon did not let this terminal drive the browser")
             return outcome
@@ -277,7 +290,8 @@ async def run_demo(
             say(f"  {shot.name}")
         say("demo " + ("succeeded" if ok else "FAILED"))
         if opts.keep_open:
-            say("--keep-open: the browser stays up; Ctrl-C to stop everything")
+            say("--keep-open: the browser stays up; Ctrl-C (or SIGTERM, SIGHUP) stops everything")
+            # The expected way out: the signal's cancellation ends the wait, not the demo.
             with contextlib.suppress(asyncio.CancelledError, KeyboardInterrupt):
                 await asyncio.Event().wait()
         return outcome
@@ -294,17 +308,22 @@ async def run_demo(
             say(f"(the browser's log: {browser.log_path}; the host's: {home / 'logs'})")
         return outcome
     finally:
-        if client is not None:
-            await client.close()
-        if browser is not None:
-            await asyncio.to_thread(browser.close)
-        with contextlib.suppress(Exception):
-            await asyncio.to_thread(stop_daemon, home, timeout=10.0)
-        if model is not None:
-            outcome.model_requests = list(model.requests)
-            await model.stop()
-        if runner is not None:
-            await runner.cleanup()
+
+        async def stop_everything() -> None:
+            if client is not None:
+                await client.close()
+            if browser is not None:
+                await asyncio.to_thread(browser.close)  # its process group: the relay too
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(stop_daemon, home, timeout=10.0)
+            if model is not None:
+                outcome.model_requests = list(model.requests)
+                await model.stop()
+            if runner is not None:
+                await runner.cleanup()
+
+        # Finished even if another signal comes meanwhile (stopping.run_stoppable).
+        await shielded(stop_everything())
         if outcome.exit_code == 0:
             shutil.rmtree(home, ignore_errors=True)
         else:

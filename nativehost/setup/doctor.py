@@ -1,7 +1,7 @@
 """``browy doctor``: find what stops the extension, the host and the daemon from meeting.
 
 Each check is one :class:`nativehost.setup.check.Check` — a name, ok or not, a one-line detail and,
-when not ok, a fix. :func:`run_checks` runs them in this order: config, manifests
+when not ok, a fix. :func:`run_checks` runs them in this order: version, config, manifests
 (:mod:`nativehost.setup.manifest_checks`, whose messages name Chrome's own errors), run directory,
 journals (copies of damaged chat journals), daemon (and any of its actors restarted in the last
 hour), model (with a warning for a key sent over plain http to another host), sandboxed browsers.
@@ -11,7 +11,9 @@ None of them changes anything on disk.
 from __future__ import annotations
 
 import os
+import platform as python_platform
 import stat
+import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -28,6 +30,7 @@ from nativehost.setup.copilot_checks import check_copilot
 from nativehost.setup.install import MANIFEST_NAME
 from nativehost.setup.manifest_checks import CHROME_NOT_FOUND, check_manifest, manifests_to_check
 from nativehost.setup.platforms import Platform
+from nativehost.version import VERSION
 from supervisors.introspection import SupervisorInfo, recent_restarts
 
 __all__ = ["run_checks"]
@@ -158,6 +161,16 @@ def _check_daemon(home: Path, daemon_status: DaemonStatusFn) -> Check:
         return Check("daemon", False, str(status), "browy daemon stop; browy logs")
     if running is False:
         return Check("daemon", True, f"{status} (it starts on demand when the extension connects)")
+    details = getattr(status, "details", None)
+    daemon_version = details.get("version") if isinstance(details, dict) else None
+    if daemon_version and daemon_version != VERSION:
+        return Check(
+            "daemon",
+            True,
+            f"{status}: it runs browy {daemon_version}, this is {VERSION}",
+            "browy daemon stop (the next connection starts the new one)",
+            warning=True,
+        )
     return Check("daemon", True, str(status))
 
 
@@ -183,7 +196,9 @@ def _check_model(home: Path, config: Config, env: Mapping[str, str]) -> list[Che
     try:
         key = model.resolve_api_key(home)
     except ConfigError as exc:
-        checks.append(Check("model key", False, str(exc), "fix [model] api_key_file"))
+        checks.append(
+            Check("model key", False, str(exc), "browy config set-key, or fix [model] api_key_file")
+        )
         return checks
     if key:
         source = "config.toml" if model.api_key is not None else f"key file {model.api_key_file}"
@@ -200,7 +215,8 @@ def _check_model(home: Path, config: Config, env: Mapping[str, str]) -> list[Che
                 False,
                 f"{var} is set in this shell only: the daemon is started by the browser and "
                 "inherits the browser's environment, not your shell's",
-                "browy config set model.api_key <key>  (or model.api_key_file <path>)",
+                "browy config set-key (asks for the key without echo, or reads it from stdin; "
+                "it stays out of your shell history)",
             )
         )
     else:
@@ -209,7 +225,8 @@ def _check_model(home: Path, config: Config, env: Mapping[str, str]) -> list[Che
                 "model key",
                 False,
                 f"no API key for {model.provider}",
-                "browy config set model.api_key <key>",
+                "browy config set-key (asks for the key without echo, or reads it from stdin; "
+                "it stays out of your shell history)",
             )
         )
     shell_only = [
@@ -298,7 +315,13 @@ def run_checks(
     tell settings that exist only there; *daemon_status* defaults to
     :func:`nativehost.daemon.instance.daemon_status`."""
     env = os.environ if env is None else env
-    checks: list[Check] = []
+    checks: list[Check] = [
+        Check(
+            "version",
+            True,
+            f"browy {VERSION} (Python {python_platform.python_version()}, {sys.executable})",
+        )
+    ]
 
     config: Config | None
     try:
@@ -320,7 +343,8 @@ def run_checks(
                     "config permissions",
                     True,
                     f"{path} holds an API key and is readable by others",
-                    f"chmod 600 {path}",
+                    f"chmod 600 {path}; better, browy config set-key moves the key into a 0600 "
+                    "key file",
                     warning=True,
                 )
             )

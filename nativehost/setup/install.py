@@ -25,7 +25,7 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,7 @@ __all__ = [
     "build_manifest",
     "install_host",
     "launcher_script",
+    "manifest_line",
     "read_install_record",
     "uninstall_host",
 ]
@@ -78,6 +79,13 @@ class ManifestResult:
     backup: Path | None = None  # where a foreign manifest was moved
 
 
+def manifest_line(m: ManifestResult) -> str:
+    line = f"{m.browser}: {m.status} {m.path}"
+    if m.backup is not None:
+        line += f" (previous manifest saved as {m.backup.name})"
+    return line
+
+
 @dataclass(slots=True, kw_only=True)
 class InstallReport:
     launcher: Path
@@ -85,13 +93,12 @@ class InstallReport:
     manifests: list[ManifestResult] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # browsers asked for but not found
 
-    def lines(self) -> list[str]:
+    def lines(self, *, manifests: bool = True) -> list[str]:
+        """What ``browy install-host`` prints (*manifests*: False when they were shown one by
+        one as they were written)."""
         out = [f"launcher: {self.launcher}"]
-        for m in self.manifests:
-            line = f"{m.browser}: {m.status} {m.path}"
-            if m.backup is not None:
-                line += f" (previous manifest saved as {m.backup.name})"
-            out.append(line)
+        if manifests:
+            out.extend(manifest_line(m) for m in self.manifests)
         out.extend(f"{name}: not found, skipped" for name in self.skipped)
         out.append("allowed extensions: " + ", ".join(self.extension_ids))
         return out
@@ -257,8 +264,11 @@ def install_host(
     target_dirs: Sequence[Path] = (),
     launcher_dir: Path | None = None,
     python: str = sys.executable,
+    on_manifest: Callable[[int, int, ManifestResult], None] | None = None,
 ) -> InstallReport:
-    """Install the launcher and the manifests; safe to run again.
+    """Install the launcher and the manifests; safe to run again. *on_manifest(done, total,
+    result)* is called as each browser's manifest is written (``browy install-host``'s
+    progress).
 
     *browsers* None means every browser found on *platform*, except when *target_dirs* are given
     (then only those: a test profile's ``$PROFILE/NativeMessagingHosts``). Named browsers are
@@ -318,6 +328,7 @@ def install_host(
     text = _manifest_text(build_manifest(launcher, ids))
 
     # 3. The manifests, once per directory (Brave shares Chrome's system directory on Linux).
+    unique = list(dict.fromkeys(d for _, d in targets))
     seen: set[Path] = set()
     for browser, directory in targets:
         if directory in seen:
@@ -339,9 +350,10 @@ def install_host(
             status = "created"
         if status != "unchanged":
             _atomic_write(manifest_file, text, 0o644)
-        report.manifests.append(
-            ManifestResult(browser=browser, path=manifest_file, status=status, backup=backup)
-        )
+        result = ManifestResult(browser=browser, path=manifest_file, status=status, backup=backup)
+        report.manifests.append(result)
+        if on_manifest is not None:
+            on_manifest(len(report.manifests), len(unique), result)
 
     record["launchers"] = list(dict.fromkeys([*record["launchers"], str(launcher)]))
     record["manifests"] = list(
