@@ -29,6 +29,7 @@ __all__ = [
     "DoctorRun",
     "Hello",
     "HistoryClear",
+    "ImageGet",
     "InboundMessage",
     "InboundModel",
     "ModelsListRequest",
@@ -224,6 +225,14 @@ class DoctorRun(InboundModel):
     type: Literal["doctor.run"] = "doctor.run"
 
 
+class ImageGet(InboundModel):
+    """v2, a panel: fetch an image a tool of this session produced (``image.data`` pieces)."""
+
+    type: Literal["image.get"] = "image.get"
+    session_id: str
+    image_id: str
+
+
 class DaemonRestart(InboundModel):
     """v2, the options page: restart the host (the daemon exits; the relays reconnect and start
     a new one). Turns in flight end ``CONNECTION_LOST``; nothing is replayed."""
@@ -268,6 +277,7 @@ InboundMessage = Annotated[
     | ConfigSet
     | DoctorRun
     | DaemonRestart
+    | ImageGet
     | Ping
     | Pong,
     Field(discriminator="type"),

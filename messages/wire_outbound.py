@@ -55,6 +55,8 @@ __all__ = [
     "EventActivity",
     "HelloAck",
     "HistoryRow",
+    "ImageData",
+    "ImageInfo",
     "ModelInfo",
     "ModelsCurrent",
     "ModelsList",
@@ -113,6 +115,14 @@ class ChatToolCall(OutboundModel):
     args: dict[str, Any] = Field(default_factory=dict)
 
 
+class ImageInfo(OutboundModel):
+    """v2: an image a tool produced, fetched by the panel with ``image.get``."""
+
+    image_id: str
+    mime: str
+    bytes: int  # of its base64
+
+
 class ChatToolResult(OutboundModel):
     type: Literal["chat.tool_result"] = "chat.tool_result"
     session_id: str
@@ -121,6 +131,21 @@ class ChatToolResult(OutboundModel):
     summary: str | None = None
     duration_ms: int | None = None
     outcome: Literal["ok", "error", "unknown"] | None = None  # v2
+    images: Sequence[ImageInfo] | None = None  # v2: e.g. a screenshot, shown inline
+
+
+class ImageData(OutboundModel):
+    """v2, the answer to ``image.get``: one piece (``index`` of ``count``) of the image's base64;
+    ``missing``: the image is gone (the store keeps the newest ones) or is not this session's."""
+
+    type: Literal["image.data"] = "image.data"
+    session_id: str
+    image_id: str
+    mime: str = ""
+    index: int = 0
+    count: int = 0
+    data: str = ""
+    missing: bool | None = None
 
 
 class ChatDone(OutboundModel):
@@ -328,6 +353,7 @@ OutboundMessage = Annotated[
     | ToolCallResult
     | ToolsListResult
     | ClientsList
+    | ImageData
     | TabClose
     | CdpCancel
     | ControlRelease

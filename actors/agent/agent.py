@@ -35,6 +35,7 @@ from actors.agent.chats import Chats
 from actors.agent.clients import Clients
 from actors.agent.connection import AgentFront
 from actors.agent.end_delivery import EndDelivery
+from actors.agent.images import ImageStore
 from actors.agent.links import Links, Outbox
 from actors.agent.model_side import ModelSide
 from actors.agent.prompts import PromptBroker
@@ -111,6 +112,7 @@ class Agent:
             elicit_clients=lambda: self.config.settings.mcp_elicit_clients,
         )
         self.clients = Clients(table=self.table, links=self.links, asking=self.asking)
+        self.images = ImageStore()
         self.browsers = TurnBrowsers(
             table=self.table, links=self.links, asking=self.asking, clients=self.clients
         )
@@ -134,6 +136,7 @@ class Agent:
             asking=self.asking,
             browsers=self.browsers,
             clients=self.clients,
+            images=self.images,
             allow_local_clients=lambda: self.config.settings.allow_local_clients,
         )
         self.turn_deps = TurnDeps(
@@ -149,6 +152,7 @@ class Agent:
             grant_browser=self.sessions.grant_browser,
             host_tools=lambda: self.config.settings.mcp_host_tools,
             clients=self.clients,
+            images=self.images,
         )
         self.launcher = TurnLauncher(
             table=self.table,
@@ -170,6 +174,7 @@ class Agent:
             config=self.config,
             asking=self.asking,
             tools=self.tools,
+            images=self.images,
         )
 
     # -- the actors' factories (one call per incarnation) -----------------------------------------

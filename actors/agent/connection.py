@@ -31,6 +31,7 @@ from typing import Any
 from actors.agent.agent_config import AgentConfig
 from actors.agent.asking import UserAsking
 from actors.agent.chats import Chats
+from actors.agent.images import ImageStore
 from actors.agent.links import LinkHandle
 from actors.agent.model_side import ModelSide
 from actors.agent.sessions import Sessions
@@ -64,6 +65,7 @@ from messages.wire_inbound import (
     DoctorRun,
     Hello,
     HistoryClear,
+    ImageGet,
     ModelsListRequest,
     ModelsSet,
     Ping,
@@ -83,6 +85,7 @@ from messages.wire_outbound import (
     DoctorResult,
     ErrorMessage,
     HelloAck,
+    ImageData,
     ModelInfo,
     ModelsCurrent,
     ModelsList,
@@ -102,6 +105,7 @@ class AgentFront:
     config: AgentConfig
     asking: UserAsking
     tools: ToolCalls
+    images: ImageStore
 
 
 __all__ = ["SERVER_CAPABILITIES", "SERVER_PROTOCOLS", "AgentFront", "Connection", "Inbound"]
@@ -247,6 +251,8 @@ class Connection(Actor[Inbound]):
                 )
                 return
             await self.send(ConfigResult(values=values, config_schema=schema))
+        elif isinstance(parsed, ImageGet):
+            await self._send_image(front.images, parsed)
         elif isinstance(parsed, DaemonRestart):
             log.warning("link %d: restart asked for by the options page", self.info.link_id)
             front.config.restart()
@@ -267,6 +273,26 @@ class Connection(Actor[Inbound]):
                         request_type=parsed.type,
                     )
                 )
+
+    async def _send_image(self, images: ImageStore, get: ImageGet) -> None:
+        """``image.get``: the image in pieces that each fit a frame, or ``missing``."""
+        chunks = images.chunks(get.session_id, get.image_id)
+        if chunks is None:
+            await self.send(
+                ImageData(session_id=get.session_id, image_id=get.image_id, missing=True)
+            )
+            return
+        for index, (mime, data) in enumerate(chunks):
+            await self.send(
+                ImageData(
+                    session_id=get.session_id,
+                    image_id=get.image_id,
+                    mime=mime,
+                    index=index,
+                    count=len(chunks),
+                    data=data,
+                )
+            )
 
     async def _bare(self, parsed: Any) -> None:
         """Answers of a link without an agent (see the module docstring)."""

@@ -22,6 +22,7 @@ from actors.agent.agent_config import AgentConfig
 from actors.agent.asking import UserAsking
 from actors.agent.clients import Clients
 from actors.agent.end_delivery import EndDelivery
+from actors.agent.images import ImageStore
 from actors.agent.links import LinkHandle, Links
 from actors.agent.model_side import ModelSide
 from actors.agent.prompts import PromptBroker
@@ -67,6 +68,7 @@ class Sessions:
         asking: UserAsking,
         browsers: TurnBrowsers,
         clients: Clients,
+        images: ImageStore,
         allow_local_clients: Callable[[], bool],
     ) -> None:
         self._table = table
@@ -81,6 +83,7 @@ class Sessions:
         self._asking = asking
         self._browsers = browsers
         self._clients = clients
+        self._images = images
         #: The browser a local client asked for (``session.start.browser``), by session.
         self._wanted_browser: dict[str, str] = {}
         self._allow_local_clients = allow_local_clients
@@ -328,4 +331,5 @@ class Sessions:
         self._prompts.forget_session(session_id)
         self._browsers.forget(session_id)
         self._wanted_browser.pop(session_id, None)
+        self._images.forget_session(session_id)
         await self._clients.gone(session_id)

@@ -15,6 +15,7 @@ from typing import Any
 
 from actors.agent.clients import Clients
 from actors.agent.end_delivery import EndDelivery
+from actors.agent.images import ImageStore
 from actors.agent.links import Outbox
 from actors.agent.model_side import ModelSide
 from actors.agent.tool_calls import ToolCalls
@@ -49,6 +50,8 @@ class TurnDeps:
     host_tools: Callable[[], frozenset[str]]
     #: The MCP clients bound to browsers: their own tabs, what the panels show.
     clients: Clients
+    #: Images tools produced, kept for the panels to fetch (``image.get``).
+    images: ImageStore
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

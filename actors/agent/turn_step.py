@@ -6,13 +6,14 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from actors.agent.images import image_parts
 from actors.agent.turn_parts import TurnDeps, TurnState
 from actors.agent.turn_queue import TurnTicket
 from actors.agent.wire_shapes import trim_args
 from actors.browser.tool_worker import ToolResultView
 from actors.tools.masking import secret_view
 from messages.wire_base import OutboundModel
-from messages.wire_outbound import ChatToolCall, ChatToolResult, EventActivity
+from messages.wire_outbound import ChatToolCall, ChatToolResult, EventActivity, ImageInfo
 
 __all__ = ["run_tool_step"]
 
@@ -51,6 +52,13 @@ async def run_tool_step(
         keep=not deps.tools.reads_secrets(call.name),
     )
     state.tool_calls.append({"callId": call.id, "tool": call.name, "ok": result.outcome == "ok"})
+    images = None
+    if ticket.protocol >= 2:  # a screenshot: the panel fetches it (image.get) to show it inline
+        kept = [
+            deps.images.put(sid, mime, data) for mime, data in image_parts(result.content_for_model)
+        ]
+        refs = [ImageInfo(image_id=r.image_id, mime=r.mime, bytes=r.size) for r in kept if r]
+        images = refs or None
     tool_result = ChatToolResult(
         session_id=sid,
         call_id=call.id,
@@ -58,6 +66,7 @@ async def run_tool_step(
         summary=result.summary,
         duration_ms=result.duration_ms,
         outcome=result.outcome if ticket.protocol >= 2 else None,
+        images=images,
     )
     if not await emit(tool_result):
         state.undelivered.append(tool_result)

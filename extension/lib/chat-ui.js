@@ -17,11 +17,13 @@
  * that copies its markdown source). Helpers, each in its own module: prompts.js (approval and
  * question cards, focus rules), scroll-follow.js (follow the bottom only while the reader is
  * there; the "New messages" pill), chat-list.js (saved chats, Markdown export), clients-bar.js
- * (the MCP clients driving this browser: stop one, hand it a tab), i18n.js.
+ * (the MCP clients driving this browser: stop one, hand it a tab), images.js (a tool's screenshot
+ * shown inline, fetched with image.get), i18n.js.
  */
 
 import { ChatList } from './chat-list.js';
 import { ClientsBar } from './clients-bar.js';
+import { InlineImages } from './images.js';
 import { brief, h } from './dom.js';
 import { t } from './i18n.js';
 import { panelChatId, rememberPanelChatId } from './panel-chat-id.js';
@@ -108,6 +110,7 @@ export async function mountChat(root, opts) {
     },
   });
   root.replaceChildren(banner, header, clients.el, chatList, notice, logArea, status, usageLine, form);
+  const images = new InlineImages((m) => port.send({ ...m, sessionId }));
 
   // ---- state --------------------------------------------------------------------------------
   let connState = 'connecting';
@@ -382,6 +385,11 @@ export async function mountChat(root, opts) {
       case 'chat.tool_result': {
         const card = toolCards.get(String(m.callId)) ?? toolCard(m.tool ?? 'tool', undefined);
         finishToolCard(card, m);
+        follower.change(() => images.attach(card, m.images));
+        return;
+      }
+      case 'image.data': {
+        follower.change(() => images.receive(m));
         return;
       }
       case 'chat.done': {

@@ -64,6 +64,8 @@ export const HOST_TO_EXT = Object.freeze({
   'tools.list.result': 'panel',
   // v2, capability `clients`: the MCP clients driving this browser
   'clients.list': 'panel',
+  // v2: an image a tool produced, in pieces (`image.get`)
+  'image.data': 'panel',
   ping: 'native',
   pong: 'native',
   error: 'native', // PROTOCOL_MISMATCH / ORIGIN_FORBIDDEN handled there; others routed to panels
@@ -93,6 +95,7 @@ export const EXT_TO_HOST = Object.freeze({
   'config.set': 'panel',
   'doctor.run': 'panel',
   'daemon.restart': 'panel',
+  'image.get': 'panel',
   'tool.call': 'panel',
   'tools.list': 'panel',
   'client.stop': 'panel',

@@ -5,6 +5,8 @@
 - the log follows a streaming answer while the reader is at the bottom, stays put (with a "new
   messages" pill) once the reader scrolls up with the mouse wheel, and the pill jumps back;
 - a chat exported from the chat list downloads as a .md file with the tools folded;
+- a screenshot a tool takes shows inline in its card (fetched in pieces, image.get) and opens
+  large in a dialog that Escape closes;
 - the real side panel shows a highlighted code block; its screenshot is the README's
   ``docs/images/panel-code.png`` (rewritten only with ``BROWY_UPDATE_DOCS_IMAGES=1``);
 - the side panel's keyboard shortcut is registered (chrome.commands.getAll) and the options page
@@ -93,6 +95,8 @@ def _script() -> dict[str, Any]:
         {"session": "[export-1]", "tool_calls": [{"name": "inspect_page", "arguments": {}}]},
         {"session": "[export-1]", "text": "It is a **plain** page."},
         {"session": "[export-1]", "text": "Still plain."},
+        {"session": "[shot-1]", "tool_calls": [{"name": "screenshot", "arguments": {}}]},
+        {"session": "[shot-1]", "text": "Here is the page."},
         {
             "session": "[scroll-1]",
             "text": LONG_LINES,
@@ -119,7 +123,7 @@ class World:
 @pytest.fixture(scope="module")
 def world(playwright: Playwright, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("polish")
-    names = ("code", "scroll", "export")
+    names = ("code", "scroll", "export", "shot")
     site = Site(root / "site", {f"plain-{n}.html": PLAIN.format(title=n) for n in names})
     model = ModelThread(_script())
     write_config(root / "home", model.url)
@@ -376,3 +380,28 @@ def test_the_real_side_panel_shows_a_highlighted_code_block_for_the_readme(world
     finally:
         side.close()
         opener.close()
+
+
+def test_a_screenshot_shows_inline_and_opens_large(world: World) -> None:
+    page, panel, sid = world.panel("shot")
+    try:
+        send_task(panel, "[shot-1] Show me the page.")
+        wait_turn_end(world.browser, sid, timeout=30)
+        thumb = panel.page.locator(".tool-images .thumb img")
+        wait_until(lambda: thumb.count() == 1 or None, timeout=10, what="the inline screenshot")
+        size = thumb.evaluate("(img) => [img.naturalWidth, img.naturalHeight]")
+        assert size[0] > 100 and size[1] > 100, size  # a real decoded image
+        thumb.click()
+        large = panel.page.locator("dialog.image-large[open] img")
+        wait_until(lambda: large.count() == 1 or None, timeout=5, what="the large image")
+        screenshot(world.browser, panel, "inline-screenshot-large")
+        panel.page.keyboard.press("Escape")
+        wait_until(
+            lambda: panel.page.locator("dialog.image-large").count() == 0 or None,
+            timeout=5,
+            what="the dialog to close",
+        )
+        assert panel.errors == []
+    finally:
+        panel.close()
+        page.close()

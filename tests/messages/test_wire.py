@@ -45,7 +45,7 @@ PROTOCOL_INBOUND = {
     "chat.history", "chat.delete",
     # section 4 (v2)
     "approval.response", "user.answer", "config.get", "config.set", "doctor.run", "ping", "pong",
-    "tool.call", "tools.list", "client.stop", "client.hand_tab", "daemon.restart",
+    "tool.call", "tools.list", "client.stop", "client.hand_tab", "daemon.restart", "image.get",
 }  # fmt: skip
 PROTOCOL_OUTBOUND = {
     # section 3 (v1)
@@ -56,7 +56,7 @@ PROTOCOL_OUTBOUND = {
     # section 4 (v2)
     "chat.queued", "tab.close", "cdp.cancel", "control.release", "approval.request", "user.ask",
     "usage", "config.result", "doctor.result", "ping", "pong", "error",
-    "tool.call.result", "tools.list.result", "clients.list",
+    "tool.call.result", "tools.list.result", "clients.list", "image.data",
 }  # fmt: skip
 
 
