@@ -95,6 +95,8 @@ class ChatSend(InboundModel):
     session_id: str
     text: str
     turn_id: str | None = None  # v2: client-minted; a resend never starts a second turn
+    #: v2: regenerate or edit — this turn replaces the chat's last turn (``chat.replaced``).
+    replaces: str | None = None
 
 
 class ToolCall(InboundModel):

@@ -45,6 +45,7 @@ __all__ = [
     "ChatHistoryResult",
     "ChatListResult",
     "ChatQueued",
+    "ChatReplaced",
     "ChatSummary",
     "ChatToolCall",
     "ChatToolResult",
@@ -148,6 +149,16 @@ class ImageData(OutboundModel):
     missing: bool | None = None
 
 
+class ChatReplaced(OutboundModel):
+    """v2: ``chat.send{replaces}`` dropped that turn from the chat (its history and the model's
+    context). Nothing it did is undone: ``page_changed`` says whether it changed a page."""
+
+    type: Literal["chat.replaced"] = "chat.replaced"
+    session_id: str
+    turn_id: str
+    page_changed: bool
+
+
 class ChatDone(OutboundModel):
     """End of a turn: ``text`` is all the turn's assistant text (section 3)."""
 
@@ -223,6 +234,7 @@ class UserRow(OutboundModel):
     role: Literal["user"] = "user"
     text: str  # the user's own words, without the context the host added
     timestamp: int | None = None
+    turn_id: str | None = None  # v2: the turn this row starts (to regenerate or edit it)
 
 
 class AssistantRow(OutboundModel):
@@ -353,6 +365,7 @@ OutboundMessage = Annotated[
     | ToolCallResult
     | ToolsListResult
     | ClientsList
+    | ChatReplaced
     | ImageData
     | TabClose
     | CdpCancel

@@ -51,9 +51,12 @@ class Chats:
             before=req.before if v2 else None,
             limit=req.limit if v2 else None,
         )
+        rows = (
+            page.rows if v2 else [{k: v for k, v in r.items() if k != "turnId"} for r in page.rows]
+        )
         # The store shapes rows for the wire; validate them once into the outbound model.
         result = ChatHistoryResult.model_validate(
-            {"id": req.id, "messages": page.rows, "hasMore": page.has_more if v2 else None}
+            {"id": req.id, "messages": rows, "hasMore": page.has_more if v2 else None}
         )
         await conn.send(result)
 

@@ -42,7 +42,7 @@ from actors.runtime.live_ref import LiveRef
 from actors.store.chat_store import ChatStore
 from messages.errors import ErrorCode
 from messages.wire_inbound import ChatSend, ToolCall
-from messages.wire_outbound import ChatDone, ChatQueued, EventActivity
+from messages.wire_outbound import ChatDone, ChatQueued, ChatReplaced, EventActivity
 
 #: Starts ``run`` as a temporary task child named ``name``; returns its task.
 StartTurn = Callable[
@@ -94,7 +94,8 @@ class TurnLauncher:
         )
 
     async def chat_send(self, conn: LinkHandle, send: ChatSend) -> None:
-        await self._submit(conn, send.session_id, send.turn_id, send.text, None)
+        replaces = send.replaces if conn.info.protocol >= 2 else None
+        await self._submit(conn, send.session_id, send.turn_id, send.text, None, replaces)
 
     async def tool_call(self, conn: LinkHandle, call: ToolCall) -> None:
         """``tool.call`` (a local client): one tool, as a turn without the model."""
@@ -113,6 +114,7 @@ class TurnLauncher:
         client_turn_id: str | None,
         text: str,
         tool: ToolRequest | None,
+        replaces: str | None = None,
     ) -> None:
         entry = self._table.lookup(sid)
         if entry is None or entry.link.link_id != conn.info.link_id:
@@ -132,6 +134,14 @@ class TurnLauncher:
                 return  # the same turn is still in flight: its one end will come
             if self._board.in_flight(client_turn_id):
                 return
+        if replaces is not None and not await self._replace(conn, entry.scope, sid, replaces):
+            await conn.writer.end_turn_with_error(
+                sid,
+                ErrorCode.INVALID_MESSAGE,
+                "Only the chat's last answer, once it has ended, can be regenerated or edited.",
+                client_turn_id,
+            )
+            return
         ticket = TurnTicket(
             turn_id=turn_id, session_id=sid, link_id=conn.info.link_id, protocol=conn.info.protocol
         )
@@ -159,6 +169,18 @@ class TurnLauncher:
             )
         elif isinstance(decision, Queued) and conn.info.protocol >= 2:
             await conn.send(ChatQueued(session_id=sid, turn_id=turn_id, position=decision.position))
+
+    async def _replace(self, conn: LinkHandle, scope: str, sid: str, turn_id: str) -> bool:
+        """Regenerate or edit: drop the chat's last turn from its history and the model's
+        context, and tell the panel whether that turn had changed a page (it is not undone:
+        nothing is ever replayed or reversed on a page)."""
+        dropped = self._store.chat(scope, sid).drop_turn(turn_id)
+        if dropped is None:
+            return False
+        await conn.send(
+            ChatReplaced(session_id=sid, turn_id=turn_id, page_changed=dropped.changed_the_page)
+        )
+        return True
 
     async def chat_cancel(self, conn: LinkHandle, session_id: str, turn_id: str | None) -> None:
         entry = self._table.lookup(session_id)

@@ -9,7 +9,6 @@ rows and the model's messages. The records and the promises are described in
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
@@ -24,9 +23,10 @@ from actors.store.chat_turns import (
     TurnOutcome,
     TurnStateError,
     fold_turn_record,
+    fold_turns,
     outcome_of,
 )
-from actors.store.chat_views import ChatInfo, build_model_messages, history_rows
+from actors.store.chat_views import ChatInfo, build_model_messages, history_rows, summary_of
 from actors.store.journal import Journal, Redact, redact_tree
 from actors.store.journal_records import StoreError, scan_records
 
@@ -37,7 +37,6 @@ NOT_KEPT = "(not kept: what this tool read is not written to disk)"
 
 log = logging.getLogger(__name__)
 
-_SUMMARY_CHARS = 80
 _JOURNAL_VERSION = 1
 #: The most recent turns of a chat kept in memory (the model sees at most 16, turn.py). Older
 #: ones are read back from the journal when the panel's history asks for them, so an open chat's
@@ -46,15 +45,6 @@ MEMORY_TURNS = 48
 #: Outcomes of turns let go from memory, kept for a ``chat.send`` retried with the same turnId
 #: (which comes seconds later, not hundreds of turns).
 _EVICTED_OUTCOMES = 64
-
-
-def _summary(text: str) -> str | None:
-    words = " ".join(text.split())
-    if not words:
-        return None
-    if len(words) <= _SUMMARY_CHARS:
-        return words
-    return words[: _SUMMARY_CHARS - 1].rstrip() + "…"
 
 
 class Chat:
@@ -135,20 +125,13 @@ class Chat:
         (every record is written there before it is folded in here)."""
         if self._turn_count == len(self._turns):
             return self._turns
-        turns: list[TurnFold] = []
-        by_id: dict[str, TurnFold] = {}
         try:
             records, _ = scan_records(self._journal.path.read_bytes())
         except OSError:
             log.exception("chat %s: could not read older turns", self.id)
             records = []
-        for rec in records:
-            if rec.get("k") in ("chat", "usage"):
-                continue
-            with contextlib.suppress(KeyError, TypeError, ValueError):
-                fold_turn_record(turns, by_id, rec)
         in_memory = set(self._by_id)
-        return [t for t in turns if t.turn_id not in in_memory] + self._turns
+        return [t for t in fold_turns(records) if t.turn_id not in in_memory] + self._turns
 
     # --- writing ---
 
@@ -298,6 +281,17 @@ class Chat:
         now = max(int(self._clock() * 1000), self._last_ms + 1)
         self._apply(self._journal.append({"k": "delivered", "t": now, "turn": turn_id}))
 
+    def drop_turn(self, turn_id: str) -> TurnFold | None:
+        """Drop the last turn (it ended) from the history and the model's context: a
+        regenerated or edited turn replaces it. Returns it, or None when *turn_id* is not the
+        last turn or it has not ended."""
+        turn = self._turns[-1] if self._turns else None
+        if turn is None or turn.turn_id != turn_id or turn.end is None or turn.dropped:
+            return None
+        now = max(int(self._clock() * 1000), self._last_ms + 1)
+        self._apply(self._journal.append({"k": "dropped", "t": now, "turn": turn_id}))
+        return turn
+
     def mark_undelivered(self, turn_id: str) -> None:
         """Take back :meth:`mark_delivered` (the send it announced failed)."""
         turn = self._by_id.get(turn_id)
@@ -335,7 +329,7 @@ class Chat:
             scope=self.scope,
             created_ms=self._created_ms,
             modified_ms=self._last_ms,
-            summary=_summary(self._first_text) if self._first_text is not None else None,
+            summary=summary_of(self._first_text) if self._first_text is not None else None,
             input_tokens=self._input_tokens,
             output_tokens=self._output_tokens,
             last_error=error,
@@ -380,7 +374,9 @@ class Chat:
 
     def turn_rows(self) -> list[tuple[int, list[dict[str, Any]]]]:
         """Each turn's history rows (protocol.md section 3) with its start time, oldest first."""
-        return [(turn.started_ms, history_rows(turn)) for turn in self._all_turns()]
+        return [
+            (turn.started_ms, history_rows(turn)) for turn in self._all_turns() if not turn.dropped
+        ]
 
     def model_messages(
         self, *, max_turns: int | None = None, full_turns: int | None = None

@@ -8,7 +8,9 @@ a chat's records into one :class:`TurnFold` per ``begin`` and checks each new re
 
 from __future__ import annotations
 
+import contextlib
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +30,7 @@ __all__ = [
     "TurnPhase",
     "TurnStateError",
     "fold_turn_record",
+    "fold_turns",
     "outcome_of",
 ]
 
@@ -114,6 +117,19 @@ class TurnFold:
     #: Did a panel (or the relay, for it) get this turn's end? Journaled by ``mark_delivered``;
     #: end records of older journals carry no ``pending`` and count as delivered.
     delivered: bool = True
+    #: Replaced by a regenerated or edited turn: out of the history and the model's context.
+    dropped: bool = False
+
+    @property
+    def changed_the_page(self) -> bool:
+        """Did a page-changing call of this turn run (or may it have: ``unknown``)?"""
+        results = self.results()
+        return any(
+            e["k"] == "call"
+            and e.get("page_changing")
+            and (results.get(e["id"]) or {}).get("outcome", "unknown") in ("ok", "unknown")
+            for e in self.events
+        )
 
     @property
     def phase(self) -> TurnPhase:
@@ -173,7 +189,21 @@ def fold_turn_record(
         turn.delivered = True
     elif kind == "undelivered":
         turn.delivered = False
+    elif kind == "dropped":
+        turn.dropped = True
     return turn
+
+
+def fold_turns(records: Iterable[dict[str, Any]]) -> list[TurnFold]:
+    """Every turn of a journal's records, oldest first (malformed records skipped)."""
+    turns: list[TurnFold] = []
+    by_id: dict[str, TurnFold] = {}
+    for rec in records:
+        if rec.get("k") in ("chat", "usage"):
+            continue
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            fold_turn_record(turns, by_id, rec)
+    return turns
 
 
 def outcome_of(turn: TurnFold) -> TurnOutcome:

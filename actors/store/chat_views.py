@@ -28,6 +28,7 @@ __all__ = [
     "build_model_messages",
     "history_rows",
     "join_context",
+    "summary_of",
 ]
 
 #: The tool result the model sees for a call whose outcome was never recorded (protocol.md
@@ -52,12 +53,26 @@ class HistoryPage:
     omitted: int  # rows left out to stay under max_bytes (the marker row says so)
 
 
+_SUMMARY_CHARS = 80
+
+
+def summary_of(text: str) -> str | None:
+    """A chat's one-line summary: its first words."""
+    words = " ".join(text.split())
+    if not words:
+        return None
+    if len(words) <= _SUMMARY_CHARS:
+        return words
+    return words[: _SUMMARY_CHARS - 1].rstrip() + "…"
+
+
 def build_model_messages(
     turns: list[TurnFold], *, max_turns: int | None = None, full_turns: int | None = None
 ) -> list[dict[str, Any]]:
     """The conversation as OpenAI chat messages: see
     :meth:`actors.store.chat.Chat.model_messages`."""
     messages: list[dict[str, Any]] = []
+    turns = [t for t in turns if not t.dropped]  # replaced by a regenerated or edited turn
     turns = turns if max_turns is None else turns[-max_turns:]
     full_from = 0 if full_turns is None else max(0, len(turns) - full_turns)
     for number, turn in enumerate(turns):
@@ -92,7 +107,9 @@ def build_model_messages(
 
 def history_rows(turn: TurnFold) -> list[dict[str, Any]]:
     """One turn as rows: the user row, its tool rows, then one assistant row (once it ended)."""
-    rows: list[dict[str, Any]] = [{"role": "user", "text": turn.text, "timestamp": turn.started_ms}]
+    rows: list[dict[str, Any]] = [
+        {"role": "user", "text": turn.text, "timestamp": turn.started_ms, "turnId": turn.turn_id}
+    ]
     results = turn.results()
     for event in turn.events:
         if event["k"] != "call":

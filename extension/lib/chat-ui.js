@@ -24,6 +24,7 @@
 import { ChatList } from './chat-list.js';
 import { ClientsBar } from './clients-bar.js';
 import { InlineImages } from './images.js';
+import { TurnEditing } from './turn-edit.js';
 import { brief, h } from './dom.js';
 import { t } from './i18n.js';
 import { panelChatId, rememberPanelChatId } from './panel-chat-id.js';
@@ -111,6 +112,16 @@ export async function mountChat(root, opts) {
   });
   root.replaceChildren(banner, header, clients.el, chatList, notice, logArea, status, usageLine, form);
   const images = new InlineImages((m) => port.send({ ...m, sessionId }));
+  const turns = new TurnEditing({
+    log,
+    resend: (text, replaces) => send(text, replaces),
+    edit: (text) => {
+      input.value = text;
+      input.focus();
+      status.textContent = t('statusEditing');
+    },
+    notice: (text) => showNotice(text),
+  });
 
   // ---- state --------------------------------------------------------------------------------
   let connState = 'connecting';
@@ -162,6 +173,7 @@ export async function mountChat(root, opts) {
     if (!on) {
       status.textContent = '';
       turnId = null;
+      turns.ended();
     }
   }
 
@@ -282,15 +294,18 @@ export async function mountChat(root, opts) {
   function renderHistory(m, purpose) {
     const rows = Array.isArray(m.messages) ? m.messages : [];
     const frag = document.createDocumentFragment();
+    /** @type {HTMLElement[]} */
+    const els = [];
     for (const r of rows) {
-      if (r.role === 'user') frag.append(h('div', { class: 'msg user', text: r.text ?? '' }));
-      else if (r.role === 'assistant') {
-        frag.append(assistantRow(r.text ?? '').el);
-      } else if (r.role === 'tool') {
-        frag.append(
-          h('div', { class: `tool-row ${r.ok ? 'ok' : 'error'}` }, h('span', { class: 'tool-name', text: r.name ?? 'tool' }), h('span', { text: ` ${outcomeWord(r.ok ? 'ok' : 'error')} ${r.summary ?? ''}` })),
-        );
+      /** @type {HTMLElement | null} */
+      let el = null;
+      if (r.role === 'user') el = h('div', { class: 'msg user', text: r.text ?? '' });
+      else if (r.role === 'assistant') el = assistantRow(r.text ?? '').el;
+      else if (r.role === 'tool') {
+        el = h('div', { class: `tool-row ${r.ok ? 'ok' : 'error'}` }, h('span', { class: 'tool-name', text: r.name ?? 'tool' }), h('span', { text: ` ${outcomeWord(r.ok ? 'ok' : 'error')} ${r.summary ?? ''}` }));
       }
+      if (el) frag.append(el);
+      els.push(el ?? h('span'));
     }
     const first = rows.find((r) => typeof r.timestamp === 'number');
     if (first) oldestTimestamp = first.timestamp;
@@ -307,6 +322,8 @@ export async function mountChat(root, opts) {
       place();
       follower.toBottom();
     }
+    // Each row knows its turn (regenerate / edit the last one); an older page is only tagged.
+    turns.tagHistory(els, rows, { newest: purpose !== 'older' });
   }
 
   // ---- inbound ------------------------------------------------------------------------------------
@@ -407,6 +424,9 @@ export async function mountChat(root, opts) {
         addRow('error', m.message ?? t('turnFailed'));
         setBusy(false);
         return;
+      case 'chat.replaced':
+        follower.change(() => turns.replaced(m));
+        return;
       case 'chat.queued':
         status.textContent = t('statusQueued', m.position ?? '?');
         return;
@@ -457,16 +477,24 @@ export async function mountChat(root, opts) {
 
   // ---- outbound -------------------------------------------------------------------------------------
 
-  function send() {
-    const text = input.value.trim();
-    if (!text) return;
+  /**
+   * Send the composer's text (or `again`, a regenerated message) as a new turn; with `replaces`
+   * (regenerate) or an edit in progress, it replaces the chat's last turn.
+   * @param {string} [again] @param {string} [replaces]
+   */
+  function send(again, replaces) {
+    const text = (again ?? input.value).trim();
+    if (!text || busy) return;
     if (connState !== 'ready') showNotice(t('noticeNotConnectedYet'));
     turnId = `t-${shortId()}`;
-    port.send({ type: 'chat.send', sessionId, text, turnId });
+    const edited = again === undefined ? turns.takeEditing() : null;
+    const replacing = replaces ?? edited;
+    port.send(replacing ? { type: 'chat.send', sessionId, text, turnId, replaces: replacing } : { type: 'chat.send', sessionId, text, turnId });
+    turns.started(turnId, text);
     addRow('user', text);
     follower.toBottom(); // the reader's own message: show it and what answers it
     streaming = null;
-    input.value = '';
+    if (again === undefined) input.value = '';
     setBusy(true);
   }
 

@@ -51,6 +51,7 @@ export const HOST_TO_EXT = Object.freeze({
   'chat.delete.result': 'panel',
   // v2 (section 4)
   'chat.queued': 'panel',
+  'chat.replaced': 'panel',
   'tab.close': 'cdp',
   'cdp.cancel': 'cdp',
   'control.release': 'cdp',

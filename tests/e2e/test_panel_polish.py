@@ -5,6 +5,8 @@
 - the log follows a streaming answer while the reader is at the bottom, stays put (with a "new
   messages" pill) once the reader scrolls up with the mouse wheel, and the pill jumps back;
 - a chat exported from the chat list downloads as a .md file with the tools folded;
+- the last answer regenerates, and the last message can be edited and sent again: the replaced
+  turn leaves the log and the model's context;
 - a screenshot a tool takes shows inline in its card (fetched in pieces, image.get) and opens
   large in a dialog that Escape closes;
 - the real side panel shows a highlighted code block; its screenshot is the README's
@@ -95,6 +97,9 @@ def _script() -> dict[str, Any]:
         {"session": "[export-1]", "tool_calls": [{"name": "inspect_page", "arguments": {}}]},
         {"session": "[export-1]", "text": "It is a **plain** page."},
         {"session": "[export-1]", "text": "Still plain."},
+        {"session": "[regen-1]", "text": "First answer."},
+        {"session": "[regen-1]", "text": "Second answer."},
+        {"session": "[regen-1]", "text": "Third answer."},
         {"session": "[shot-1]", "tool_calls": [{"name": "screenshot", "arguments": {}}]},
         {"session": "[shot-1]", "text": "Here is the page."},
         {
@@ -123,7 +128,7 @@ class World:
 @pytest.fixture(scope="module")
 def world(playwright: Playwright, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("polish")
-    names = ("code", "scroll", "export", "shot")
+    names = ("code", "scroll", "export", "shot", "regen")
     site = Site(root / "site", {f"plain-{n}.html": PLAIN.format(title=n) for n in names})
     model = ModelThread(_script())
     write_config(root / "home", model.url)
@@ -401,6 +406,43 @@ def test_a_screenshot_shows_inline_and_opens_large(world: World) -> None:
             timeout=5,
             what="the dialog to close",
         )
+        assert panel.errors == []
+    finally:
+        panel.close()
+        page.close()
+
+
+def test_the_last_answer_regenerates_and_the_last_message_can_be_edited(world: World) -> None:
+    page, panel, sid = world.panel("regen")
+    p = panel.page
+
+    def answers() -> list[str]:
+        return p.locator(".msg.assistant .md").all_inner_texts()
+
+    try:
+        send_task(panel, "[regen-1] Which answer?")
+        wait_turn_end(world.browser, sid, timeout=30)
+        wait_until(lambda: answers() == ["First answer."] or None, timeout=5, what="answer 1")
+        world.browser.clear_received()
+        p.locator("button.turn-action.regenerate").click()
+        wait_turn_end(world.browser, sid, timeout=30)
+        wait_until(lambda: answers() == ["Second answer."] or None, timeout=5, what="answer 2")
+        assert p.locator(".msg.user").count() == 1
+        # Edit: the message comes back into the composer; sent, it replaces the turn.
+        world.browser.clear_received()
+        p.locator("button.turn-action.edit").click()
+        box = p.locator("textarea")
+        assert box.input_value() == "[regen-1] Which answer?"
+        box.fill("[regen-1] Which answer, edited?")
+        box.press("Enter")
+        wait_turn_end(world.browser, sid, timeout=30)
+        wait_until(lambda: answers() == ["Third answer."] or None, timeout=5, what="answer 3")
+        users = p.locator(".msg.user").all_inner_texts()
+        assert len(users) == 1 and users[0].startswith("[regen-1] Which answer, edited?"), users
+        last = world.model.requests_with("[regen-1]")[-1]["messages"]
+        said = " ".join(str(m.get("content")) for m in last)
+        assert "First answer." not in said and "Second answer." not in said
+        assert "Which answer?" not in said.replace("Which answer, edited?", "")
         assert panel.errors == []
     finally:
         panel.close()

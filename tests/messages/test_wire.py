@@ -56,7 +56,7 @@ PROTOCOL_OUTBOUND = {
     # section 4 (v2)
     "chat.queued", "tab.close", "cdp.cancel", "control.release", "approval.request", "user.ask",
     "usage", "config.result", "doctor.result", "ping", "pong", "error",
-    "tool.call.result", "tools.list.result", "clients.list", "image.data",
+    "tool.call.result", "tools.list.result", "clients.list", "image.data", "chat.replaced",
 }  # fmt: skip
 
 

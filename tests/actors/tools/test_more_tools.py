@@ -402,7 +402,10 @@ async def test_host_code_runs_in_the_sandbox_when_the_config_allows_it(
     reg: Registry, ctx: ToolContext
 ) -> None:
     assert isinstance(ctx.files, FileSandbox)
-    ctx.policy = ToolPolicy(enabled_host_tools=frozenset({"bash"}), allow_host_code=True)
+    # Each a host-tool switch of its own, and host code allowed besides (from a terminal).
+    ctx.policy = ToolPolicy(
+        enabled_host_tools=frozenset({"bash", "run_script"}), allow_host_code=True
+    )
     assert {"bash", "run_script"} <= offered(reg, ctx.policy)
     out = await reg.run("bash", {"command": "echo hi > out.txt; cat out.txt; pwd; exit 3"}, ctx)
     assert out.ok, out.content_for_model
@@ -418,7 +421,7 @@ async def test_host_code_runs_in_the_sandbox_when_the_config_allows_it(
 async def test_host_code_is_killed_at_its_timeout_and_its_output_capped(
     reg: Registry, ctx: ToolContext
 ) -> None:
-    ctx.policy = ToolPolicy(allow_host_code=True)
+    ctx.policy = ToolPolicy(enabled_host_tools=frozenset({"run_script"}), allow_host_code=True)
     slow = await reg.run("run_script", {"code": "sleep 20", "language": "sh", "timeout": 0.5}, ctx)
     assert slow.ok
     assert slow.data is not None
