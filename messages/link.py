@@ -30,8 +30,6 @@ fields). Like :mod:`messages.codec`, this module imports neither asyncio nor pyd
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -142,12 +140,19 @@ LinkEnvelope = (
 def link_proof(token: str, side: str, caller_nonce: str, daemon_nonce: str) -> str:
     """HMAC-SHA256 of both nonces under the link token, for ``side`` (``"daemon"`` or
     ``"caller"``: the two proofs differ, so one cannot be replayed as the other)."""
+    # Imported here: only the TCP fallback proves anything, and a relay's start-up (on the Unix
+    # socket) should not load OpenSSL's hashes for nothing (bench/bench_relay.py).
+    import hashlib
+    import hmac
+
     message = f"browy-link-v2|{side}|{caller_nonce}|{daemon_nonce}".encode()
     return hmac.new(token.encode(), message, hashlib.sha256).hexdigest()
 
 
 def proofs_match(expected: str, given: str) -> bool:
     """Compare two proofs in constant time."""
+    import hmac
+
     return hmac.compare_digest(expected.encode(), given.encode())
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import secrets
 import socket
 import tomllib
 from pathlib import Path
@@ -130,7 +129,7 @@ async def open_link(
         origin=origin,
         pid=os.getpid(),
         package_version=VERSION,
-        nonce=secrets.token_hex(16),
+        nonce=os.urandom(16).hex(),  # secrets.token_hex, without importing random & co
     )
     try:
         welcome = await client_handshake(stream, hello, timeout=timeout, token=token)

@@ -44,18 +44,20 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from actors.runtime.actor import Actor
 from actors.runtime.backoff import Backoff
 from actors.runtime.live_ref import LiveRef
 from actors.runtime.logger import LogSink
 from actors.runtime.threaded import ThreadedRef, spawn_threaded
-from actors.store.journal_syncer import JournalSyncer, SyncJob
 from supervisors.children import ChildSpec, TaskChild
 from supervisors.introspection import SupervisionEvent
 from supervisors.policy import RestartIntensity, RestartType, Strategy
 from supervisors.supervisor import Supervisor
+
+if TYPE_CHECKING:
+    from actors.store.journal_syncer import SyncJob
 
 __all__ = [
     "AGENT_INTENSITY",
@@ -158,6 +160,9 @@ class DaemonTree:
         self.journal.bind(self.root)
 
     async def _start_journal(self) -> ThreadedRef[SyncJob]:
+        # Imported here: the relay builds its tree from this module too, and needs no journal.
+        from actors.store.journal_syncer import JournalSyncer, SyncJob
+
         ref: ThreadedRef[SyncJob] = await spawn_threaded(
             JournalSyncer(), name="journal", daemon=True
         )

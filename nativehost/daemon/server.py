@@ -78,8 +78,17 @@ class DaemonServer:
         store: ChatStore | None = None,
         log_sink: LogSink | None = None,
         observer: Callable[[SupervisionEvent], None] | None = None,
+        on_relay_link: Callable[[], None] | None = None,
+        first_link_within_s: float | None = None,
     ) -> None:
+        """``on_relay_link`` is called once, when the first relay is welcomed (the process
+        layer starts a standby then); with ``first_link_within_s``, a daemon that no link
+        reached in that time exits (a standby that took over after a crash no relay came
+        back from)."""
         self.home = home
+        self._on_relay_link = on_relay_link
+        self._first_link_within_s = first_link_within_s
+        self._ever_linked = False
         self.config = config
         self.version = version
         self._ids = itertools.count(1)
@@ -224,10 +233,11 @@ class DaemonServer:
         limit = self.config.daemon.idle_exit_seconds
         while True:
             self._activity.clear()
-            if self._links or (limit <= 0 and not self._exit_when_idle):
+            first = None if self._ever_linked else self._first_link_within_s
+            if self._links or (limit <= 0 and not self._exit_when_idle and first is None):
                 await self._activity.wait()
                 continue
-            wait_s = 0.2 if self._exit_when_idle else limit
+            wait_s = 0.2 if self._exit_when_idle else first if first is not None else limit
             try:
                 async with asyncio.timeout(wait_s):
                     await self._activity.wait()
@@ -282,12 +292,16 @@ class DaemonServer:
             return
         if hello is None:
             return
+        if hello.role == "relay" and self._on_relay_link is not None:
+            on_relay_link, self._on_relay_link = self._on_relay_link, None
+            on_relay_link()
         link_id = next(self._ids)
         info = ConnectionInfo(link_id=link_id, role=hello.role, origin=hello.origin)
         await self._serve_messages(info, stream)
 
     def _track(self, info: ConnectionInfo, sup: Supervisor | None) -> None:
         self._links[info.link_id] = (info, sup)
+        self._ever_linked = True
         self._activity.set()
 
     def _untrack(self, info: ConnectionInfo) -> None:

@@ -1,0 +1,112 @@
+"""A standby daemon: imported ahead of time, it serves the moment the daemon of its home dies.
+
+A daemon's start-up is mostly imports (the model SDKs, pydantic's models: about 0.6 s on the
+2-core machines we measure on, bench/bench_restart.py), and a relay whose daemon was killed
+waits for all of it. So once the running daemon has a browser to serve (its first relay link),
+it starts one standby (``python -m nativehost.daemon.process --standby``). The standby:
+
+1. Takes ``run/browyd.standby.lock`` without waiting (one standby per ``BROWY_HOME``; a second
+   one exits at once), then does the imports a daemon needs.
+2. Tries the daemon's own lock (``run/browyd.lock``, :mod:`nativehost.daemon.instance`) every
+   :data:`POLL_S` seconds. The kernel frees it when the daemon dies, SIGKILL included.
+3. With the lock, it looks at ``run/browyd.pid``. A daemon that exits on purpose (idle, ``browy
+   daemon stop``/``restart``, the options page's Restart, a tree that gave up) removes it before
+   it lets the lock go: the standby then exits too, and the next relay starts a daemon as ever.
+   A pid file still there means the daemon died without cleaning up: the standby takes over —
+   it frees the standby lock (the new daemon will start its own standby) and serves exactly as a
+   daemon started from scratch would (same lock, pid file, config read now, logs).
+4. A standby that took over and that no link reaches within :data:`FIRST_LINK_WITHIN_S` (the
+   relays' reconnect budget and then some) exits: nobody was coming back.
+
+``BROWY_DAEMON_STANDBY=0`` in the daemon's environment starts no standby. The cost: one idle
+process per home holding the daemon's imports in memory, and one poll of a lock every 20 ms.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from actors.runtime.backoff import RECONNECT_BUDGET_S
+from actors.runtime.private_files import open_private, write_private
+from nativehost.daemon.instance import lock_path, pid_path
+from nativehost.home import ensure_private_dir, run_dir
+
+__all__ = [
+    "FIRST_LINK_WITHIN_S",
+    "POLL_S",
+    "standby_enabled",
+    "standby_lock_path",
+    "standby_pid_path",
+    "wait_for_takeover",
+]
+
+#: How often the standby tries the daemon's lock: the most a takeover waits on it.
+POLL_S = 0.02
+#: A standby that took over exits when no link came within this many seconds.
+FIRST_LINK_WITHIN_S = RECONNECT_BUDGET_S + 5.0
+
+
+def standby_lock_path(home: Path) -> Path:
+    return run_dir(home) / "browyd.standby.lock"
+
+
+def standby_pid_path(home: Path) -> Path:
+    """Written once the standby's imports are done (a benchmark waits for it)."""
+    return run_dir(home) / "browyd.standby.pid"
+
+
+def standby_enabled(env: dict[str, str] | None = None) -> bool:
+    return (os.environ if env is None else env).get("BROWY_DAEMON_STANDBY", "1") != "0"
+
+
+def _try_flock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def wait_for_takeover(home: Path, *, prepare: Callable[[], None]) -> int | None:
+    """Be the standby of *home* (see the module docstring). Returns the descriptor of the
+    daemon's lock, held, when this process must now serve as the daemon; None when it must exit
+    (another standby waits already, the daemon exited on purpose, or the home is gone).
+
+    ``prepare`` does the imports, once the standby's slot is ours.
+    """
+    ensure_private_dir(run_dir(home))
+    slot = open_private(standby_lock_path(home), os.O_RDWR)
+    lock: int | None = None
+    try:
+        if not _try_flock(slot):
+            return None
+        prepare()
+        write_private(standby_pid_path(home), f"{os.getpid()}\n")
+        lock = open_private(lock_path(home), os.O_RDWR)
+        while not _try_flock(lock):
+            if not run_dir(home).is_dir():
+                return None  # the home was removed under us
+            time.sleep(POLL_S)
+        if not pid_path(home).exists():
+            return None  # the daemon before us exited on purpose: no takeover
+        held, lock = lock, None
+        return held
+    finally:
+        if lock is not None:
+            os.close(lock)  # frees the daemon's lock if we took it only to look
+        with contextlib.suppress(OSError):
+            if _standby_pid_is_ours(home):
+                standby_pid_path(home).unlink()
+        os.close(slot)
+
+
+def _standby_pid_is_ours(home: Path) -> bool:
+    try:
+        return int(standby_pid_path(home).read_text().strip()) == os.getpid()
+    except (OSError, ValueError):
+        return False
