@@ -71,6 +71,8 @@ async def run_one_tool(
         result = await run_tool_step(deps, ticket, state, chat, emit, browser, call)
         if name == "new_tab" and result.outcome == "ok" and browser and browser.tab_id:
             await deps.clients.add_tab(sid, browser.tab_id)  # its own tab from now on
+        for opened in result.opened_tabs:  # popups its action opened are its own too
+            await deps.clients.add_tab(sid, opened)
     finally:
         deps.browsers.keep(sid, browser)
         await deps.clients.set_busy(sid, False)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from actors.browser.opened_tabs import OPENING_TOOLS, note_of, opened_since, tab_ids
 from actors.runtime.actor import Actor
 from actors.runtime.ref import Overflow
 from actors.tools.catalog import ToolCatalog
@@ -62,6 +63,8 @@ class ToolResultView:
     summary: str
     content_for_model: str | list[dict[str, Any]]
     duration_ms: int = 0
+    #: Tabs this action opened (popups, links opened in a new tab).
+    opened_tabs: tuple[int, ...] = ()
 
     @property
     def content_text(self) -> str:
@@ -245,20 +248,33 @@ class ToolWorker(Actor[WorkerMsg]):
         lock: asyncio.Lock | None = None
         if tool is not None and tool.page_changing and browser and browser.tab_id is not None:
             lock = self.tab_lock(msg.lock_link, browser.tab_id)
+        # An action that may open a tab (a popup): the tabs before it, to say which it opened.
+        watch = browser is not None and browser.tab_id is not None and msg.name in OPENING_TOOLS
+        before = await tab_ids(browser.tabs) if watch and browser is not None else None
         if lock is None:
             outcome = await registry.run(msg.name, msg.args, ctx, call_id=msg.call_id)
         else:
             async with lock:
                 outcome = await registry.run(msg.name, msg.args, ctx, call_id=msg.call_id)
+        opened = await opened_since(browser.tabs, before) if browser is not None else []
         if browser is not None and ctx.cdp is not None:
             new_tab = getattr(ctx.cdp, "tab_id", None)
             if isinstance(new_tab, int) and new_tab != browser.tab_id:
                 browser.switch(new_tab)  # the model switched tabs (switch_tab / new_tab)
+        content = outcome.content_for_model
+        if opened:  # a popup, a link opened in a new tab: said, not followed
+            note = note_of(opened)
+            content = (
+                [*content, {"type": "text", "text": note}]
+                if isinstance(content, list)
+                else f"{content}\n\n{note}"
+            )
         return ToolResultView(
             outcome=outcome.outcome,
             summary=outcome.summary,
-            content_for_model=outcome.content_for_model,
+            content_for_model=content,
             duration_ms=outcome.duration_ms,
+            opened_tabs=tuple(tab for tab, _ in opened),
         )
 
     def _cancel_all(self) -> None:

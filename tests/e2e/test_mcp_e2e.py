@@ -74,6 +74,10 @@ PAY = """<!doctype html><title>Pay</title>
   const x = new XMLHttpRequest(); x.open('GET', '/hit/pay', false); x.send();">Pay now</button>
 <p id="st">Not paid</p>
 """
+POPUP = """<!doctype html><title>Links</title>
+<h1>Links</h1>
+<a href="/plain-P.html?popup=1" target="_blank">Open the help page</a>
+"""
 PLAIN = "<!doctype html><title>{t}</title><h1>{t}</h1><p>Nothing here.</p>\n"
 
 
@@ -115,7 +119,7 @@ def _script() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def world(playwright: Playwright, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("mcp")
-    pages = {"pay.html": PAY, "plain-P.html": PLAIN.format(t="Plain P")}
+    pages = {"pay.html": PAY, "plain-P.html": PLAIN.format(t="Plain P"), "popup.html": POPUP}
     for n in ("A", "B", "1"):
         pages[f"form-{n}.html"] = FORM.format(n=n)
     site = Site(root / "site", pages)
@@ -216,6 +220,24 @@ def test_a_client_works_in_its_own_background_tab_and_sees_a_screenshot(world: W
     assert not shot.is_error and len(images) == 1
     assert images[0].mime_type == "image/png"
     assert base64.b64decode(images[0].data)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_tab_its_click_opens_is_named_in_the_result_and_is_the_clients_own(
+    world: World,
+) -> None:
+    client = world.client("e2e-agent")
+    assert not client.call_now("new_tab", {"url": f"{world.site.url}/popup.html"}).is_error
+    snap = text_of(client.call_now("inspect_page"))
+    clicked = client.call_now("click_index", {"index": _index_of(snap, "Open the help page")})
+    said = text_of(clicked)
+    assert not clicked.is_error and "opened a new tab" in said, said
+    match = re.search(r"tab (\d+) \S*plain-P\.html\?popup=1", said)
+    assert match, said
+    # It is the client's own (opened by its action): switching asks nobody.
+    switched = client.call_now("switch_tab", {"tab_id": int(match.group(1))}, timeout=20)
+    assert not switched.is_error, text_of(switched)
+    info = client.call_now("get_page_info")
+    assert "popup=1" in text_of(info), text_of(info)
 
 
 def test_two_clients_and_a_panel_turn_at_once_each_on_its_own_tab(world: World) -> None:
