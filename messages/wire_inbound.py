@@ -23,6 +23,7 @@ __all__ = [
     "ChatSend",
     "ClientHandTab",
     "ClientStop",
+    "ClientTakeTab",
     "ConfigGet",
     "ConfigSet",
     "DaemonRestart",
@@ -130,6 +131,16 @@ class ClientHandTab(InboundModel):
     """v2, a panel: hand the tab ``tab_id`` to the MCP client ``client_id`` (it works there)."""
 
     type: Literal["client.hand_tab"] = "client.hand_tab"
+    session_id: str
+    client_id: str
+    tab_id: int
+
+
+class ClientTakeTab(InboundModel):
+    """v2, a panel: take the tab ``tab_id`` back from the MCP client ``client_id`` (its call
+    running there, if any, is cancelled; it is not told to the client's next call)."""
+
+    type: Literal["client.take_tab"] = "client.take_tab"
     session_id: str
     client_id: str
     tab_id: int
@@ -263,6 +274,7 @@ InboundMessage = Annotated[
     | ToolsListRequest
     | ClientStop
     | ClientHandTab
+    | ClientTakeTab
     | ChatCancel
     | HistoryClear
     | ToolResult

@@ -98,6 +98,15 @@ class Clients:
         if record is not None:
             record.tabs.discard(tab_id)
 
+    async def take_tab(self, session_id: str, tab_id: int) -> bool:
+        """The user took the tab back; True if it was the client's."""
+        record = self._by_session.get(session_id)
+        if record is None or tab_id not in record.tabs:
+            return False
+        record.tabs.discard(tab_id)
+        await self.publish(record.browser_link_id)
+        return True
+
     async def ask_for_tab(self, session_id: str, tab_id: int) -> bool:
         """The client wants a tab that is not its own: the browser's user decides (then it is
         its own)."""

@@ -59,6 +59,7 @@ from messages.wire_inbound import (
     ChatSend,
     ClientHandTab,
     ClientStop,
+    ClientTakeTab,
     ConfigGet,
     ConfigSet,
     DaemonRestart,
@@ -222,6 +223,8 @@ class Connection(Actor[Inbound]):
             await front.sessions.client_stop(link, parsed)
         elif isinstance(parsed, ClientHandTab):
             await front.sessions.hand_tab(link, parsed)
+        elif isinstance(parsed, ClientTakeTab):
+            await front.sessions.take_tab(link, parsed)
         elif isinstance(parsed, ChatCancel):
             await front.turns.chat_cancel(link, parsed.session_id, parsed.turn_id)
         elif isinstance(parsed, ModelsListRequest):

@@ -40,7 +40,7 @@ from actors.agent.turn_scheduler import CancelTurns, DropLinkTurns, SchedulerMsg
 from actors.browser.tool_worker import ForgetSession, WorkerMsg
 from actors.runtime.live_ref import LiveRef
 from messages.errors import ErrorCode
-from messages.wire_inbound import ClientHandTab, ClientStop, SessionStart
+from messages.wire_inbound import ClientHandTab, ClientStop, ClientTakeTab, SessionStart
 from messages.wire_outbound import ChatError, ErrorMessage, EventActivity, SessionReady
 
 #: How long a registration waits for the router.
@@ -227,6 +227,21 @@ class Sessions:
         await self._rebind(entry, None)
         self._browsers.forget(msg.client_id)
         await self._clients.gone(msg.client_id)
+
+    async def take_tab(self, panel: LinkHandle, msg: ClientTakeTab) -> None:
+        """The user takes a tab back from a client: its call running there is cancelled
+        (``unknown`` if it was changing the page; never repeated), and it works there no more."""
+        record = self._clients.get(msg.client_id)
+        if record is None or record.browser_link_id != panel.link_id:
+            return
+        if not await self._clients.take_tab(msg.client_id, msg.tab_id):
+            return
+        if self._browsers.kept_tab(msg.client_id) == msg.tab_id:
+            self._browsers.forget(msg.client_id)
+            if record.busy:
+                await self._scheduler.tell_again(
+                    CancelTurns(session_id=msg.client_id, reason=CancelReason.USER)
+                )
 
     async def hand_tab(self, panel: LinkHandle, msg: ClientHandTab) -> None:
         """The user handed a tab to a client driving this browser: it works there next."""

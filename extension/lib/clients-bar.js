@@ -2,8 +2,8 @@
 /**
  * The MCP clients driving this browser (protocol.md 4, capability `clients`), shown above the
  * chat: one row per client — its name, whether a call of it is running, how many tabs it holds —
- * with "Hand this tab" (`client.hand_tab`: the tab this panel's window shows becomes the client's)
- * and "Stop" (`client.stop`: its running call is cancelled, never repeated, and it must be
+ * with "Hand this tab" (`client.hand_tab`: the tab this panel's window shows becomes the client's),
+ * "Take this tab back" (`client.take_tab`) and "Stop" (`client.stop`: its running call is cancelled, never repeated, and it must be
  * allowed again). Hidden while no client is connected.
  */
 
@@ -58,6 +58,18 @@ export class ClientsBar {
         if (typeof tabId === 'number') this.hooks.send({ type: 'client.hand_tab', clientId: c.clientId, tabId });
       },
     });
+    const take = h('button', {
+      type: 'button',
+      class: 'ghost',
+      'data-action': 'take',
+      hidden: tabs === 0,
+      text: t('clientTakeTab'),
+      title: t('clientTakeTabTitle', c.name),
+      onclick: async () => {
+        const tabId = await this.hooks.activeTab();
+        if (typeof tabId === 'number') this.hooks.send({ type: 'client.take_tab', clientId: c.clientId, tabId });
+      },
+    });
     const stop = h('button', {
       type: 'button',
       class: 'stop',
@@ -71,7 +83,7 @@ export class ClientsBar {
       { class: `client${c.busy ? ' busy' : ''}`, 'data-client': c.clientId, 'data-tabs': JSON.stringify(c.tabs ?? []) },
       h('span', { class: 'client-name', text: t('clientUsing', c.name) }),
       h('span', { class: 'muted', text: `${state} · ${t('clientTabs', String(tabs))}` }),
-      h('span', { class: 'client-actions' }, hand, stop),
+      h('span', { class: 'client-actions' }, hand, take, stop),
     );
   }
 }

@@ -101,6 +101,7 @@ export const EXT_TO_HOST = Object.freeze({
   'tools.list': 'panel',
   'client.stop': 'panel',
   'client.hand_tab': 'panel',
+  'client.take_tab': 'panel',
   ping: 'sw',
   pong: 'sw',
 });

@@ -45,7 +45,8 @@ PROTOCOL_INBOUND = {
     "chat.history", "chat.delete",
     # section 4 (v2)
     "approval.response", "user.answer", "config.get", "config.set", "doctor.run", "ping", "pong",
-    "tool.call", "tools.list", "client.stop", "client.hand_tab", "daemon.restart", "image.get",
+    "tool.call", "tools.list", "client.stop", "client.hand_tab", "client.take_tab",
+    "daemon.restart", "image.get",
 }  # fmt: skip
 PROTOCOL_OUTBOUND = {
     # section 3 (v1)

@@ -327,6 +327,14 @@ async def test_the_panel_stops_a_client_and_hands_it_a_tab(tmp_path: Path) -> No
             c["params"]["url"] for c in peer.browser_calls if c.get("method") == "Page.navigate"
         ]
         assert navs == ["https://example.test/held", "https://e.test/h"]  # never sent again
+        # Taken back: the client works there no more.
+        await peer.send(
+            {"type": "client.take_tab", "sessionId": "sp-1",
+             "clientId": listed["clientId"], "tabId": 7}
+        )  # fmt: skip
+        await _listing(peer, lambda c: c and c[0]["tabs"] == [])
+        after = await client.call_tool("navigate", {"url": "https://e.test/after"})
+        assert after.is_error and "no tab yet" in _text(after)
 
 
 async def test_a_client_pinned_to_a_browser_drives_that_one(
