@@ -36,7 +36,7 @@ from actors.agent.model_side import ModelSide
 from actors.agent.sessions import Sessions
 from actors.agent.tool_calls import ToolCalls
 from actors.agent.turn_launch import TurnLauncher
-from actors.browser.cdp_proxy import Answered, ConnectionLost, EventArrived, ProxyMsg
+from actors.browser.proxy_messages import Answered, ConnectionLost, EventArrived, ProxyMsg
 from actors.browser.tabs import BrowserCalls
 from actors.link.link_writer import ConnectionInfo, LinkWriter
 from actors.runtime.actor import Actor

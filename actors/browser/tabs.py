@@ -20,8 +20,9 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from actors.browser.call_table import CallState
-from actors.browser.cdp_proxy import (
+from actors.browser.proxy_messages import (
     CallTicket,
+    GetDialog,
     GiveUp,
     OpenCall,
     ProxyMsg,
@@ -32,6 +33,7 @@ from actors.browser.cdp_proxy import (
 from actors.runtime.errors import ActorError
 from actors.runtime.live_ref import LiveRef
 from actors.tools.cdp import BrowserCallError
+from actors.tools.dialogs import OpenDialog
 from messages.errors import ErrorCode
 from messages.wire_inbound import ToolResult
 
@@ -178,6 +180,14 @@ class BrowserCalls:
 
         return unsubscribe
 
+    async def dialog(self, tab_id: int) -> OpenDialog | None:
+        """The JavaScript dialog open on ``tab_id``, as this connection's events told it."""
+        try:
+            found = await self.proxy.ask(GetDialog(tab_id=tab_id), timeout=5.0)
+        except (ActorError, LookupError, TimeoutError):
+            return None
+        return found if isinstance(found, OpenDialog) else None
+
     async def release(self, owner_id: str) -> None:
         """The turn ``owner_id`` ended: v2 ``control.release``; nothing if the link is gone."""
         with contextlib.suppress(ActorError, LookupError):
@@ -221,6 +231,10 @@ class TabCdpSession:
             timeout=timeout,
             owner_id=self.owner_id,
         )
+
+    async def open_dialog(self) -> OpenDialog | None:
+        """The JavaScript dialog open on this tab, if the host saw one open."""
+        return None if self.tab_id is None else await self.calls.dialog(self.tab_id)
 
     async def subscribe(
         self, callback: Callable[[str, dict[str, Any]], None]

@@ -241,6 +241,8 @@ class ToolWorker(Actor[WorkerMsg]):
             state=state,
         )
         registry = self.catalog.registry
+        if browser is not None and self.catalog.needs_browser(msg.name):
+            await browser.watch_dialogs()  # before it acts: a dialog it causes is then reported
         tool = registry.get(msg.name)
         lock: asyncio.Lock | None = None
         if tool is not None and tool.page_changing and browser and browser.tab_id is not None:

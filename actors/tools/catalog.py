@@ -41,6 +41,7 @@ from typing import Any
 
 from actors.tools.actions import register_action_tools
 from actors.tools.devtools import register_devtools_tools
+from actors.tools.dialog_tools import register_dialog_tools
 from actors.tools.files import register_file_tools
 from actors.tools.index_tools import register_page_tools
 from actors.tools.inspect_more import register_more_tools
@@ -97,6 +98,7 @@ def build_registry(home: Path) -> Registry:
     ask_user / get_skill (skills from the package and from ``BROWY_HOME/skills``)."""
     registry = default_registry()
     register_page_tools(registry)
+    register_dialog_tools(registry)
     register_user_tools(registry, lambda: [home / "skills", SKILLS_DIR])
     register_more_tools(registry)
     return registry

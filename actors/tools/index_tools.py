@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from actors.tools.dialogs import DialogOpen, blocked_snapshot
 from actors.tools.pinned_tab import TurnBrowser
 from actors.tools.registry import Registry
 from actors.tools.shared import untrusted
@@ -62,14 +63,23 @@ def register_page_tools(registry: Registry) -> None:
         "inspect_page",
         "List the visible interactive elements of the current tab, numbered, with role, name, "
         "value and state, plus page stats. Numbers feed click_index, type_index and the other "
-        "*_index tools; they are valid until the page navigates.",
+        "*_index tools; they are valid until the page navigates. "
+        "If a JavaScript dialog (alert, confirm, prompt, leave-page) blocks the page, it shows "
+        "the dialog instead: answer it with handle_dialog, then carry on.",
         InspectArgs,
         page_changing=False,
     )
     async def inspect_page(args: InspectArgs, ctx: ToolContext) -> ToolOutput:
-        snap = await _browser(ctx).snapshot(
-            scope=args.scope, text_filter=args.text_filter, offset=args.offset, limit=args.limit
-        )
+        browser = _browser(ctx)
+        try:
+            snap = await browser.snapshot(
+                scope=args.scope, text_filter=args.text_filter, offset=args.offset, limit=args.limit
+            )
+        except DialogOpen as exc:  # the page is blocked: show the dialog instead
+            text = await blocked_snapshot(browser.session(), exc.dialog)
+            return ToolOutput(
+                content=untrusted(text), summary=f"a {exc.dialog.kind} dialog blocks the page"
+            )
         return ToolOutput(
             content=untrusted(snap.text),
             summary=f"{snap.shown} of {snap.count} elements on {snap.title or snap.url}"[:200],
@@ -90,7 +100,9 @@ def register_page_tools(registry: Registry) -> None:
             return ToolOutput(content=untrusted(text), summary=text.splitlines()[0][:200])
 
     _action(
-        "click_index", "Click element [index] like a user (scrolls it into view).", IndexArgs,
+        "click_index", "Click element [index] like a user (scrolls it into view). If the click "
+        "opens a JavaScript dialog the result says so at once: answer it with handle_dialog.",
+        IndexArgs,
         lambda p, a, t: p.click_index(a.index, t),
     )  # fmt: skip
     _action(

@@ -204,6 +204,9 @@ class ToolDef:
     reads_secrets: bool = False
     #: May a failed attempt be retried once on REQUEST_TIMEOUT? Default: reads only.
     retry_on_timeout: bool | None = None
+    #: The tool asks ``ctx.approve`` itself, only when its arguments could change something
+    #: (``handle_dialog``: accepting a confirm, not dismissing it); the registry does not ask.
+    asks_itself: bool = False
 
     @property
     def retryable(self) -> bool:

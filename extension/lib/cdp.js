@@ -19,6 +19,11 @@
  * (chrome:, edge:, brave:, other about:, chrome-extension:, devtools:, the Web Store, ...) gets
  * ok:false "NOT_ALLOWED_URL: <url>".
  *
+ * JavaScript dialogs: only the debugger client that had `Page` enabled when a dialog opened can
+ * answer it (`Page.handleJavaScriptDialog`); a client attached later is told "No dialog is
+ * showing". So a tab with an open dialog (seen as `Page.javascriptDialogOpening` / `...Closed`) is
+ * not detached — neither by `control.release` nor when idle — until the dialog closes.
+ *
  * Idle tabs are detached after `idleDetachMs` without calls so Chrome's "started debugging this
  * browser" bar does not linger. On a lost native connection, `connectionLost()` detaches
  * everything: the new connection's host starts from a clean slate (section 5, Reconnects), and
@@ -40,6 +45,8 @@
  * @property {Set<string>} owners        controlOwnerIds that used it
  * @property {any} idleTimer
  * @property {string | undefined} [url] the tab's URL while attached (kept by tabs.onUpdated)
+ * @property {boolean} [dialog]   a JavaScript dialog is open (see the module comment)
+ * @property {boolean} [released] released by every owner while a dialog was open: detach once it closes
  */
 
 const STORAGE_KEY = 'browy.cdp.attached';
@@ -237,6 +244,7 @@ export class CdpExecutor {
     if (msg.controlOwnerId) {
       if (!st.owners.has(msg.controlOwnerId)) {
         st.owners.add(msg.controlOwnerId);
+        st.released = false;
         await this.setBadge(tabId, this.badgeText);
       }
     }
@@ -288,7 +296,9 @@ export class CdpExecutor {
     if (st.idleTimer) this.timers.clearTimeout(st.idleTimer);
     st.idleTimer = this.timers.setTimeout(() => {
       st.idleTimer = null;
-      if (this.tabs.get(st.tabId) === st) void this.detach(st.tabId);
+      if (this.tabs.get(st.tabId) !== st) return;
+      if (st.dialog) this.touch(st); // detaching would leave the dialog nobody can answer
+      else void this.detach(st.tabId);
     }, this.idleDetachMs);
   }
 
@@ -311,8 +321,10 @@ export class CdpExecutor {
     const jobs = [];
     for (const st of [...this.tabs.values()]) {
       if (!st.owners.delete(ownerId)) continue;
-      // Another turn still holding the tab keeps it (and its enabled domains) attached.
-      if (st.owners.size === 0) jobs.push(this.detach(st.tabId));
+      // Another turn still holding the tab keeps it (and its enabled domains) attached; so does
+      // an open dialog, which only this attachment can answer (detached when it closes).
+      if (st.owners.size === 0 && st.dialog) st.released = true;
+      else if (st.owners.size === 0) jobs.push(this.detach(st.tabId));
     }
     await Promise.all(jobs);
   }
@@ -329,7 +341,13 @@ export class CdpExecutor {
     const tabId = source?.tabId;
     if (typeof tabId !== 'number') return;
     const st = this.tabs.get(tabId);
-    if (!st || !st.sessionId) return;
+    if (!st) return;
+    if (method === 'Page.javascriptDialogOpening') st.dialog = true;
+    else if (method === 'Page.javascriptDialogClosed') {
+      st.dialog = false;
+      if (st.released && st.owners.size === 0) void this.detach(tabId);
+    }
+    if (!st.sessionId) return;
     const domain = method.split('.', 1)[0];
     if (!st.domains.has(domain)) return;
     this.sendToHost({ type: 'cdp.event', sessionId: st.sessionId, tabId, method, params: params ?? {} });

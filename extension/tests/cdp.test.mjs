@@ -133,6 +133,21 @@ test('control.release keeps a tab another owner still holds', async () => {
   assert.deepEqual(fake.detachCalls, [1]);
 });
 
+test('a tab with an open dialog stays attached through release and idleness until it closes', async () => {
+  const { cdp, fake, timers, sent } = setup();
+  await cdp.handle(send('c1', 'Page.enable', { controlOwnerId: 't-1' }));
+  const opening = { type: 'confirm', message: 'Delete?', url: 'https://a.test/' };
+  fake.chrome.debugger.onEvent.emit({ tabId: 1 }, 'Page.javascriptDialogOpening', opening);
+  assert.equal(sent.at(-1).method, 'Page.javascriptDialogOpening');
+  await cdp.handle({ type: 'control.release', ownerId: 't-1' });
+  timers.advance(120_000);
+  await flush();
+  assert.deepEqual(fake.detachCalls, []); // only this attachment can answer the dialog
+  fake.chrome.debugger.onEvent.emit({ tabId: 1 }, 'Page.javascriptDialogClosed', { result: true });
+  await flush();
+  assert.deepEqual(fake.detachCalls, [1]);
+});
+
 test('an idle tab is detached after 60 seconds without calls', async () => {
   const { cdp, fake, timers } = setup();
   await cdp.handle(send('c1', 'Runtime.evaluate'));

@@ -163,6 +163,9 @@ async def test_two_page_changing_runs_on_one_tab_never_interleave(tmp_path: Path
         def switch(self, tab: int) -> None:
             pass
 
+        async def watch_dialogs(self) -> None:
+            pass
+
     ref = await spawn(ToolWorker(catalog=catalog(gate, ran), home=tmp_path), name="w")
     a, b = run("click", "a", session="s1"), run("click", "b", session="s2")
     a = RunTool(**{**{f: getattr(a, f) for f in a.__dataclass_fields__}, "browser": Tab()})

@@ -1,0 +1,178 @@
+"""Real-world page patterns, end to end: the daemon's tools drive local pages in a real headless
+Chromium through our extension, the relay and the daemon (issue 15).
+
+One browser for the module. Every pattern runs twice: with the extension speaking protocol 2, and
+with it forced to say hello as a v1 service worker (``browyTest.useProtocol(1)``), so the host's
+v1 path is what drives it. The tools are called by a local client as ``tool.call`` turns
+(:mod:`tests.e2e.tool_client`), with ``approval_mode = "never"`` (the approval rules of each
+pattern are unit-tested).
+
+- JavaScript dialogs: a click that opens a ``confirm`` returns at once saying so; the snapshot
+  shows the dialog; ``handle_dialog`` dismisses or accepts it (a prompt gets its text); an alert
+  a timer opens after the click; leaving a page with unsaved input asks (``beforeunload``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from playwright.sync_api import Playwright
+
+from tests.e2e.browser import E2EBrowser, launched, wait_until
+from tests.e2e.test_panels_at_work import Site, write_config
+from tests.e2e.tool_client import ToolClient, index_of
+
+pytestmark = pytest.mark.browser
+
+#: A step that a dialog used to hold to the 10 s browser deadline must now take far less.
+QUICK_S = 5.0
+
+ORDERS = """<!doctype html><title>Orders</title>
+<h1>Orders</h1>
+<ul><li id="o12">Order #12 <button id="del12">Delete #12</button></li></ul>
+<button id="save">Save</button> <button id="name">Name</button> <button id="later">Later</button>
+<label>Notes <input id="notes"></label> <a href="plain.html">Leave</a>
+<p id="log"></p>
+<script>
+const log = (t) => { document.getElementById('log').textContent += t + ';'; };
+document.getElementById('del12').onclick = () => {
+  if (confirm('Delete order #12?')) { document.getElementById('o12').remove(); log('deleted'); }
+  else log('kept');
+};
+document.getElementById('save').onclick = () => { alert('Saved!'); log('saved'); };
+document.getElementById('name').onclick = () => log('name=' + prompt('Your name?', 'guest'));
+document.getElementById('later').onclick =
+  () => setTimeout(() => { alert('Later!'); log('later'); }, 30);
+addEventListener('beforeunload', (e) => {
+  if (document.getElementById('notes').value) { e.preventDefault(); e.returnValue = ''; }
+});
+</script>
+"""
+PLAIN = "<!doctype html><title>Plain</title><h1>Plain</h1><p>Nothing here.</p>\n"
+
+
+@dataclass
+class World:
+    browser: E2EBrowser
+    site: Site
+    protocol: int = 2
+
+
+@pytest.fixture(scope="module")
+def world(playwright: Playwright, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    root = tmp_path_factory.mktemp("pages")
+    site = Site(root / "site", {"orders.html": ORDERS, "plain.html": PLAIN})
+    write_config(
+        root / "home",
+        "http://127.0.0.1:9/v1",
+        '[daemon]\nallow_local_clients = true\n[tools]\napproval_mode = "never"\n',
+    )
+    try:
+        with launched(playwright, name="pages", root=root) as browser:
+            # Playwright dismisses every dialog nobody listens for: a listener that does nothing
+            # leaves them to Browy, as in a browser no test harness drives.
+            browser.context.on("dialog", lambda dialog: None)
+            browser.wait_state("ready", timeout=20)
+            yield World(browser, site)
+    finally:
+        site.close()
+
+
+@pytest.fixture(scope="module", params=[2, 1], ids=["v2", "v1"])
+def client(world: World, request: pytest.FixtureRequest) -> Iterator[ToolClient]:
+    """A local client of the daemon, with the extension speaking ``request.param``."""
+    protocol = int(request.param)
+    browser = world.browser
+    if world.protocol != protocol:
+        browser.worker.evaluate("(n) => globalThis.browyTest.useProtocol(n)", protocol)
+        world.protocol = protocol
+    wait_until(
+        lambda: (
+            browser.state().get("state") == "ready"
+            and browser.state().get("detail", "").endswith(f"protocol {protocol}")
+        ),
+        timeout=20,
+        what=f"the extension ready on protocol {protocol}",
+    )
+    tools = ToolClient(browser.home, name=f"e2e-pages-v{protocol}")
+    try:
+        yield tools
+    finally:
+        with contextlib.suppress(Exception):
+            tools.close()
+
+
+def open_tab(client: ToolClient, url: str) -> str:
+    """A new tab on *url* for the client; its first snapshot."""
+    client.ok("new_tab", {"url": url})
+    return client.ok("inspect_page")
+
+
+def until_text(client: ToolClient, tool: str, args: dict[str, Any], needle: str) -> str:
+    """Call *tool* until its text mentions *needle* (10 s at most); that text."""
+
+    def probe() -> str | None:
+        text = client.call(tool, args).text
+        return text if needle in text else None
+
+    return wait_until(probe, timeout=10, what=f"{tool} to mention {needle!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# JavaScript dialogs
+
+
+def test_a_confirm_is_reported_at_once_shown_and_answered(world: World, client: ToolClient) -> None:
+    snap = open_tab(client, f"{world.site.url}/orders.html")
+    delete = index_of(snap, "Delete #12")
+
+    clicked = client.call("click_index", {"index": delete})
+    assert clicked.ok and clicked.seconds < QUICK_S, clicked
+    assert "confirm dialog" in clicked.text and "Delete order #12?" in clicked.text, clicked
+    shown = client.call("inspect_page")
+    assert shown.ok and shown.seconds < QUICK_S, shown
+    assert "the page is blocked" in shown.text and "Delete order #12?" in shown.text, shown
+    blocked = client.call("extract_text", {"selector": "#log"})
+    assert (blocked.outcome, blocked.code) == ("error", "DIALOG_OPEN"), blocked
+    assert blocked.seconds < QUICK_S and "handle_dialog" in blocked.text
+
+    assert "dismissed the confirm dialog" in client.ok("handle_dialog", {"accept": False})
+    assert "kept;" in client.ok("extract_text", {"selector": "#log"})
+    client.ok("click_index", {"index": delete})
+    assert "accepted the confirm dialog" in client.ok("handle_dialog", {"accept": True})
+    assert "deleted;" in client.ok("extract_text", {"selector": "#log"})
+    assert "Delete #12" not in client.ok("inspect_page")
+
+
+def test_a_prompt_gets_its_answer_and_a_timer_alert_is_seen(
+    world: World, client: ToolClient
+) -> None:
+    snap = open_tab(client, f"{world.site.url}/orders.html")
+    asked = client.call("click_index", {"index": index_of(snap, "Name")})
+    assert asked.ok and "prompt dialog" in asked.text and '"guest"' in asked.text, asked
+    client.ok("handle_dialog", {"accept": True, "text": "Ada"})
+    assert "name=Ada;" in client.ok("extract_text", {"selector": "#log"})
+
+    # The alert opens after the click has returned: the next call shows it, at once.
+    client.ok("click_index", {"index": index_of(snap, "Later")})
+    shown = until_text(client, "inspect_page", {}, "alert dialog")
+    assert "Later!" in shown and "handle_dialog(accept=true) closes it" in shown
+    client.ok("handle_dialog", {"accept": True})
+    assert "later;" in client.ok("extract_text", {"selector": "#log"})
+
+
+def test_leaving_a_page_with_unsaved_input_asks_first(world: World, client: ToolClient) -> None:
+    snap = open_tab(client, f"{world.site.url}/orders.html")
+    client.ok("type_index", {"index": index_of(snap, "Notes"), "text": "half-written"})
+    leaving = client.call("navigate", {"url": f"{world.site.url}/plain.html"})
+    assert leaving.ok and leaving.seconds < QUICK_S, leaving
+    assert "beforeunload dialog" in leaving.text and "leaves the page" in leaving.text, leaving
+    client.ok("handle_dialog", {"accept": False})
+    assert "Orders" in client.ok("get_page_info")
+    client.call("navigate", {"url": f"{world.site.url}/plain.html"})
+    client.ok("handle_dialog", {"accept": True})
+    assert "Plain" in until_text(client, "get_page_info", {}, "Plain")
