@@ -103,6 +103,7 @@ class RunTool:
     ticket: RunTicket
     approve: Callable[[ApprovalRequestInfo], Awaitable[bool]] | None = None
     ask_user: AskFn | None = None
+    progress: Callable[[str], Awaitable[None]] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -237,6 +238,7 @@ class ToolWorker(Actor[WorkerMsg]):
             tabs=browser.tabs if browser is not None else None,
             files=self._sandbox,
             approve=msg.approve,
+            progress=msg.progress,
             ledger=self._scratch.ledger(msg.session_id),
             state=state,
         )

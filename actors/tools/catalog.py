@@ -45,6 +45,7 @@ from actors.tools.dialog_tools import register_dialog_tools
 from actors.tools.files import register_file_tools
 from actors.tools.index_tools import register_page_tools
 from actors.tools.inspect_more import register_more_tools
+from actors.tools.list_tools import register_list_tools
 from actors.tools.navigation import register_navigation_tools
 from actors.tools.reading import register_reading_tools
 from actors.tools.registry import Registry
@@ -99,6 +100,7 @@ def build_registry(home: Path) -> Registry:
     registry = default_registry()
     register_page_tools(registry)
     register_dialog_tools(registry)
+    register_list_tools(registry)
     register_user_tools(registry, lambda: [home / "skills", SKILLS_DIR])
     register_more_tools(registry)
     return registry

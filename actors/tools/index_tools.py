@@ -19,7 +19,7 @@ from actors.tools.shared import untrusted
 from actors.tools.tool_def import ToolArgs, ToolContext, ToolError, ToolOutput
 from messages.errors import ErrorCode
 
-__all__ = ["IndexArgs", "InspectArgs", "register_page_tools"]
+__all__ = ["IndexArgs", "InspectArgs", "browser_of", "register_page_tools"]
 
 
 class InspectArgs(ToolArgs):
@@ -49,7 +49,8 @@ class CheckArgs(IndexArgs):
     checked: bool = Field(True, description="the state to set")
 
 
-def _browser(ctx: ToolContext) -> TurnBrowser:
+def browser_of(ctx: ToolContext) -> TurnBrowser:
+    """The turn's browser (the pinned tab and its snapshot tokens), or NO_CAPABILITY."""
     browser = ctx.state.get("browser")
     if not isinstance(browser, TurnBrowser):
         raise ToolError("this session may not drive tabs", code=ErrorCode.NO_CAPABILITY)
@@ -65,12 +66,14 @@ def register_page_tools(registry: Registry) -> None:
         "value and state, plus page stats. Numbers feed click_index, type_index and the other "
         "*_index tools; they are valid until the page navigates. "
         "If a JavaScript dialog (alert, confirm, prompt, leave-page) blocks the page, it shows "
-        "the dialog instead: answer it with handle_dialog, then carry on.",
+        "the dialog instead: answer it with handle_dialog, then carry on. A list that re-renders "
+        "(search, scroll) may reuse an element for another row: use the numbers of the newest "
+        "snapshot; a row of a long list that is not rendered yet is found by find_by_scrolling.",
         InspectArgs,
         page_changing=False,
     )
     async def inspect_page(args: InspectArgs, ctx: ToolContext) -> ToolOutput:
-        browser = _browser(ctx)
+        browser = browser_of(ctx)
         try:
             snap = await browser.snapshot(
                 scope=args.scope, text_filter=args.text_filter, offset=args.offset, limit=args.limit
@@ -88,7 +91,7 @@ def register_page_tools(registry: Registry) -> None:
     def _action(name: str, description: str, params: type[IndexArgs], call: Any) -> None:
         @registry.register(name, description, params, page_changing=True)
         async def run(args: Any, ctx: ToolContext) -> ToolOutput:
-            browser = _browser(ctx)
+            browser = browser_of(ctx)
             result = await call(browser.page(), args, browser.token())
             text = result.to_text()
             if result.navigated and not result.same_document and browser.tab_id is not None:

@@ -11,14 +11,16 @@ Document identity (protocol.md section 5, "Element references"): each isolated w
 random document token; a new document means a new world, hence a new token. An index used with
 another token, or whose element is gone, raises ``CdpError(STALE_REF)`` rather than acting on the
 wrong element. So does an index whose element now shows another role or name than the line it was
-listed with (a virtualised list that recycles row elements): "element [n] now shows X, was Y".
-Controls whose text is their value (fields, comboboxes, popup buttons showing their choice) are
-keyed by role only, value and state changes never count, and the ``now:`` line after an action
-re-baselines the index (a button whose text toggles when clicked); an index refused once is
-re-baselined by the next snapshot that lists it. Chromium returns the same world for the same
-``worldName`` within one document, so a new ``PageTools`` (say, after an actor restart) finds the
-indices of an earlier one. ``PageTools`` caches the world's execution context id; the module-level
-functions keep one ``PageTools`` per ``CdpSession`` object.
+last listed with (a virtualised list that recycled the row element after the snapshot the model is
+using): "element [n] now shows X, was Y". The newest snapshot that lists an index decides what it
+stands for, so a number from the snapshot just taken acts on the row that snapshot showed, even on
+a node the list reused. Controls whose text is their value (fields, comboboxes, popup buttons
+showing their choice) are keyed by role only, value and state changes never count, and the
+``now:`` line after an action re-baselines the index (a button whose text toggles when clicked).
+Chromium returns the same world for the same ``worldName`` within one document, so a new
+``PageTools`` (say, after an actor restart) finds the indices of an earlier one. ``PageTools``
+caches the world's execution context id; the module-level functions keep one ``PageTools`` per
+``CdpSession`` object.
 
 Snapshot format: three ``#`` header lines (page title and URL; ready state, scroll position,
 viewport, pages above/below and ``doc=<token>``; the control count by kind, new ones and scope),
@@ -217,6 +219,21 @@ class PageTools(PageWorld):
                 note="; ".join(filter(None, ["clicked, but the state did not change", note])),
             )  # fmt: skip
         return result
+
+    # --- scrolling a list (list_find.js) -------------------------------------------------------
+
+    async def find_start(self, index: int, doc_token: str) -> dict[str, int]:
+        """Start a search in the list of element ``index`` (0: the page's scroller): its ``id``
+        and where it is scrolled to now (``top``)."""
+        res: dict[str, int] = await self._call(
+            f"__browyFind.start({int(index)}, {json.dumps(doc_token)})"
+        )
+        return res
+
+    async def find_step(self, state: dict[str, Any]) -> dict[str, Any]:
+        """One slice of ``find_by_scrolling`` (see :mod:`actors.tools.list_tools`)."""
+        res: dict[str, Any] = await self._call(f"__browyFind.step({json.dumps(state)})")
+        return res
 
 
 # --- module-level convenience: one PageTools per CdpSession object ---------------------------

@@ -7,12 +7,13 @@
 // (index -> WeakRef) held here. A new document gets a new world, hence a new random `token`;
 // an index presented with another token is STALE_REF.
 //
-// An index also stands for what the model was shown: the role and accessible name of its first
-// listed line. A node that later shows something else (a virtualised list recycling its row
-// elements) is STALE_REF "element [n] now shows X, was Y" rather than a click on the other row;
-// controls whose text is their value (fields, comboboxes, popup buttons showing their choice) are
-// keyed by role only, and value/state changes never count. The refusal is said once; the next
-// snapshot that lists the index re-baselines it, as does the `now:` line after an action on it.
+// An index also stands for what the model was last shown: the role and accessible name of its line
+// in the newest snapshot that listed it (or the `now:` line after an action on it). A node that
+// shows something else since (a virtualised list recycling its row elements after the snapshot
+// the model is using) is STALE_REF "element [n] now shows X, was Y" rather than a click on the
+// other row; once a newer snapshot lists [n] showing the new row, [n] means that row. Controls
+// whose text is their value (fields, comboboxes, popup buttons showing their choice) are keyed by
+// role only, and value/state changes never count.
 //
 // Controls behind an open modal (a showModal() <dialog>, an `inert` ancestor, or a visible
 // aria-modal overlay covering the viewport) cannot be clicked: scope="viewport" leaves them out
@@ -71,8 +72,7 @@
     byIdx: new Map(),        // index -> WeakRef(element)
     shots: 0,
     nav: { count: 0, url: '', sameDocument: false },
-    seen: new Map(),         // index -> 'role "name"' of its first listed line (see key())
-    refused: new Set(),      // indices refused for showing something else; re-baselined when listed
+    seen: new Map(),         // index -> 'role "name"' of its newest listed line (see key())
     armed: null,             // the pending click check: { rec, off }
   };
 
@@ -573,8 +573,8 @@
       out.push(line);
       used += need;
       shown++;
-      // What this index now stands for (first listing; re-baselined once it was refused).
-      if (!state.seen.has(idx) || state.refused.delete(idx)) state.seen.set(idx, k);
+      // What this index now stands for: what the model was just shown.
+      state.seen.set(idx, k);
     }
     const next = offset + shown;
     if (truncated) {
@@ -602,7 +602,7 @@
   // --- index resolution and actions -------------------------------------------------------------
 
   // The element of index `idx`; STALE_REF when the document changed, the element is gone, or
-  // (check) it now shows another role/name than the line the index was listed with.
+  // (check) it now shows another role/name than the line the index was last listed with.
   function get(idx, token, check = true) {
     if (token !== state.token) {
       throw new Error('STALE_REF: index ' + idx + ' belongs to another document');
@@ -622,9 +622,8 @@
         now = key(el, role, clip(squash(nameOf(el, tag, role)), 60));
       }
       if (now !== was) {
-        state.refused.add(idx);
         throw new Error('STALE_REF: element [' + idx + '] now shows ' + now + ', was ' + was +
-          ' when listed (a list may reuse elements for other rows); call inspect_page and use ' +
+          ' when last listed (a list may reuse elements for other rows); call inspect_page and use ' +
           'the numbers it lists');
       }
     }
@@ -778,7 +777,7 @@
     const el = get(idx, token, !after);
     const tag = el.tagName;
     const [line, k] = lineFor(el);
-    if (after) { state.seen.set(idx, k); state.refused.delete(idx); }
+    if (after) state.seen.set(idx, k);
     return {
       tag, type: tag === 'INPUT' ? el.type : '', role: roleOf(el, tag),
       checked: tag === 'INPUT' ? el.checked : el.getAttribute('aria-checked') === 'true',
@@ -825,6 +824,9 @@
   const api = {
     token: state.token, snapshot, resolve, info, focus, selectOption, settle, clicked,
     lineFor: (el) => lineFor(el)[0], navCount: () => state.nav.count,
+    // The element of an index, for the other scripts of this world (list_find.js): no identity
+    // check, STALE_REF only when it is gone.
+    element: (idx, token) => get(idx, token, false),
   };
   Object.freeze(api);
   Object.defineProperty(globalThis, '__browy', { value: api, writable: false, enumerable: false });

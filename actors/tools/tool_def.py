@@ -176,6 +176,9 @@ class ToolContext:
     tabs: TabOps | None = None
     files: Any = None
     approve: Callable[[ApprovalRequestInfo], Awaitable[bool]] | None = None
+    #: Tells the user (the panel's status line, an MCP client's progress) how a long call is
+    #: going; None where nobody listens.
+    progress: Callable[[str], Awaitable[None]] | None = None
     ledger: CallLedger = field(default_factory=CallLedger)
     state: dict[str, Any] = field(default_factory=dict)
     timeout: float = 10.0  # default deadline of one browser command

@@ -10,11 +10,15 @@ pattern are unit-tested).
 - JavaScript dialogs: a click that opens a ``confirm`` returns at once saying so; the snapshot
   shows the dialog; ``handle_dialog`` dismisses or accepts it (a prompt gets its text); an alert
   a timer opens after the click; leaving a page with unsaved input asks (``beforeunload``).
+- Recycled rows: after a search re-renders a list that reuses its row elements, a number from the
+  fresh snapshot clicks the row that snapshot showed; a number from before the re-render is
+  refused (STALE_REF). A row of 10,000 that is not rendered is found by scrolling, with progress.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +56,43 @@ addEventListener('beforeunload', (e) => {
 });
 </script>
 """
+#: 10,000 orders in a window-scrolled list that recycles a fixed pool of row links (their text
+#: and position are reassigned on scroll and on search); a search box filters the orders.
+ORDER_LIST = """<!doctype html><title>Order list</title>
+<style>body { margin: 0; font: 14px sans-serif; } #list { position: relative; }
+.row { position: absolute; left: 8px; height: 26px; width: 320px; display: block; }</style>
+<h1>Orders</h1><label>Search <input id="q"></label> <p id="picked">nothing picked</p>
+<div id="list"></div>
+<script>
+const ALL = Array.from({ length: 10000 }, (_, i) => 'Order #' + (100001 + i));
+const H = 30, list = document.getElementById('list'), pool = [];
+let rows = ALL;
+function render() {
+  list.style.height = rows.length * H + 'px';
+  const top = scrollY - list.offsetTop;
+  const first = Math.max(0, Math.floor(top / H) - 2);
+  const last = Math.min(rows.length - 1, Math.ceil((top + innerHeight) / H) + 2);
+  const need = Math.max(0, last - first + 1);
+  while (pool.length < need) {
+    const a = list.appendChild(document.createElement('a'));
+    a.className = 'row'; a.href = '#';
+    a.onclick = (e) => { e.preventDefault();
+      document.getElementById('picked').textContent = 'picked ' + a.textContent; };
+    pool.push(a);
+  }
+  pool.forEach((a, slot) => { a.hidden = slot >= need; });
+  for (let i = first; i <= last; i++) {
+    const a = pool[i % need];
+    a.textContent = rows[i]; a.style.top = i * H + 'px';
+  }
+}
+document.getElementById('q').addEventListener('input', (e) => {
+  rows = ALL.filter((t) => t.includes(e.target.value)); scrollTo(0, 0); render();
+});
+addEventListener('scroll', render, { passive: true });
+render();
+</script>
+"""
 PLAIN = "<!doctype html><title>Plain</title><h1>Plain</h1><p>Nothing here.</p>\n"
 
 
@@ -65,7 +106,8 @@ class World:
 @pytest.fixture(scope="module")
 def world(playwright: Playwright, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("pages")
-    site = Site(root / "site", {"orders.html": ORDERS, "plain.html": PLAIN})
+    pages = {"orders.html": ORDERS, "plain.html": PLAIN, "list.html": ORDER_LIST}
+    site = Site(root / "site", pages)
     write_config(
         root / "home",
         "http://127.0.0.1:9/v1",
@@ -176,3 +218,44 @@ def test_leaving_a_page_with_unsaved_input_asks_first(world: World, client: Tool
     client.call("navigate", {"url": f"{world.site.url}/plain.html"})
     client.ok("handle_dialog", {"accept": True})
     assert "Plain" in until_text(client, "get_page_info", {}, "Plain")
+
+
+# --------------------------------------------------------------------------------------------
+# Recycled rows and long lists
+
+
+def test_a_recycled_row_is_clicked_by_the_number_the_newest_snapshot_gave_it(
+    world: World, client: ToolClient
+) -> None:
+    snap = open_tab(client, f"{world.site.url}/list.html")
+    second = index_of(snap, "Order #100002")
+    client.ok("type_index", {"index": index_of(snap, "Search"), "text": "77"})
+    fresh = until_text(client, "inspect_page", {}, "Order #100077")
+    assert f'[{second}] link "Order #1' in fresh and "Order #100002" not in fresh, fresh
+    shows = re.search(rf'\[{second}\] link "(Order #\d+)"', fresh)
+    assert shows is not None
+    clicked = client.call("click_index", {"index": second})
+    assert clicked.ok, clicked
+    picked = client.ok("extract_text", {"selector": "#picked"})
+    assert f"picked {shows.group(1)}" in picked, (picked, fresh)
+
+    # The list re-renders after the snapshot the model is using: that number is refused.
+    client.ok("type_index", {"index": index_of(snap, "Search"), "text": "88"})
+    until_text(client, "extract_text", {"selector": "#list"}, "Order #100088")
+    refused = client.call("click_index", {"index": second})
+    assert (refused.outcome, refused.code) == ("error", "STALE_REF"), refused
+    assert "now shows" in refused.text
+    assert f"picked {shows.group(1)}" in client.ok("extract_text", {"selector": "#picked"})
+
+
+def test_a_row_not_rendered_yet_is_found_by_scrolling_with_progress(
+    world: World, client: ToolClient
+) -> None:
+    open_tab(client, f"{world.site.url}/list.html")
+    found = client.call("find_by_scrolling", {"text": "Order #102500"}, timeout=90)
+    assert found.ok, found
+    assert re.search(r'\[\d+\] link "Order #102500"', found.text), found
+    assert "Order #102499" not in found.text and len(found.text) < 700, found
+    assert any("of the list searched" in note for note in found.progress), found
+    client.ok("click_index", {"index": index_of(found.text, "Order #102500")})
+    assert "picked Order #102500" in client.ok("extract_text", {"selector": "#picked"})

@@ -32,6 +32,7 @@ class Result:
     text: str
     code: str | None
     seconds: float
+    progress: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -59,8 +60,14 @@ class ToolClient:
 
     def call(self, tool: str, args: dict[str, Any] | None = None, timeout: float = 40) -> Result:
         started = time.monotonic()
-        outcome = self._run(self.session.call(tool, args or {}), timeout)
-        return Result(outcome.outcome, _text(outcome), outcome.code, time.monotonic() - started)
+        notes: list[str] = []
+
+        async def progress(note: str) -> None:
+            notes.append(note)
+
+        outcome = self._run(self.session.call(tool, args or {}, progress=progress), timeout)
+        took = time.monotonic() - started
+        return Result(outcome.outcome, _text(outcome), outcome.code, took, tuple(notes))
 
     def ok(self, tool: str, args: dict[str, Any] | None = None, timeout: float = 40) -> str:
         """Call and insist on ``ok``; the text."""
