@@ -64,7 +64,8 @@ def register_page_tools(registry: Registry) -> None:
         "inspect_page",
         "List the visible interactive elements of the current tab, numbered, with role, name, "
         "value and state, plus page stats. Numbers feed click_index, type_index and the other "
-        "*_index tools; they are valid until the page navigates. "
+        "*_index tools; they are valid until the page navigates. Controls inside shadow roots "
+        "(open or closed) and frames are listed and used like any other. "
         "If a JavaScript dialog (alert, confirm, prompt, leave-page) blocks the page, it shows "
         "the dialog instead: answer it with handle_dialog, then carry on. A list that re-renders "
         "(search, scroll) may reuse an element for another row: use the numbers of the newest "

@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from actors.tools.cdp import CdpError, CdpSession, ErrorCode, is_context_gone
+from actors.tools.closed_roots import adopt_closed_roots
 from actors.tools.page_types import (
     _SNAPSHOT_JS,
     _WORLD_NAME,
@@ -120,6 +121,12 @@ class PageWorld:
             ctx = self._context_id if self._context_id is not None else await self._create_world()
             try:
                 value = await self._evaluate(ctx, expr)
+                # Closed shadow roots (actors.tools.closed_roots): adopt those of the hosts it
+                # found and look again; a root inside an adopted one is found the next round.
+                for _round in range(3):
+                    if not value["closed_hosts"] or not await adopt_closed_roots(self.cdp, ctx):
+                        break
+                    value = await self._evaluate(ctx, expr)
                 break
             except CdpError as exc:
                 if not is_context_gone(exc):

@@ -15,6 +15,14 @@
 // whose text is their value (fields, comboboxes, popup buttons showing their choice) are keyed by
 // role only, and value/state changes never count.
 //
+// Closed shadow roots (attachShadow({mode: 'closed'})) are out of reach of every script, ours
+// included, but not of the DOM domain: a snapshot reports the hosts that may have one and that it
+// has not asked about (custom elements, and empty boxes of the tags that can host a root); the host
+// finds their roots with DOM.describeNode{pierce} and hands each one to this world (`adoptRoot`),
+// and the snapshot is taken again. From then on they are walked, hit-tested and clicked like open
+// ones (a click check listens on the root itself: a closed root hides its inside from the path a
+// listener outside sees).
+//
 // Controls behind an open modal (a showModal() <dialog>, an `inert` ancestor, or a visible
 // aria-modal overlay covering the viewport) cannot be clicked: scope="viewport" leaves them out
 // and says how many, scope="all" lists them with the state `inert`.
@@ -74,7 +82,20 @@
     nav: { count: 0, url: '', sameDocument: false },
     seen: new Map(),         // index -> 'role "name"' of its newest listed line (see key())
     armed: null,             // the pending click check: { rec, off }
+    closedRoots: new WeakMap(),  // host -> its closed ShadowRoot, handed in by the host
+    asked: new WeakSet(),        // hosts the host was asked about (whatever the answer)
+    unasked: [],                 // hosts the last snapshot found that nobody asked about yet
   };
+
+  // Tags that may host a shadow root (besides custom elements): asked about only when empty.
+  const SHADOW_TAGS = new Set(['DIV', 'SPAN', 'SECTION', 'ARTICLE', 'ASIDE', 'HEADER', 'FOOTER',
+    'MAIN', 'NAV', 'P', 'BLOCKQUOTE', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6']);
+  const shadowOf = (el) => el.shadowRoot || state.closedRoots.get(el) || null;
+  function maybeClosedHost(el) {
+    if (state.asked.has(el)) return false;
+    if (el.localName.includes('-')) return true;
+    return el.firstChild === null && SHADOW_TAGS.has(el.tagName);
+  }
 
   // The Navigation API fires `navigate` synchronously when a navigation starts in this frame
   // (link click, form submit, location change), before the old document goes away: we use it to
@@ -213,7 +234,8 @@
   function deepActive() {
     let a = document.activeElement;
     for (;;) {
-      if (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
+      const sr = a && shadowOf(a);
+      if (sr && sr.activeElement) a = sr.activeElement;
       else if (a && a.tagName === 'IFRAME') {
         let d = null;
         try { d = a.contentDocument; } catch (_) { d = null; }
@@ -286,8 +308,10 @@
     } catch (_) { return null; }
   }
 
-  // The open shadow roots the current snapshot walked (a modal <dialog> may live in one).
+  // The shadow roots the current snapshot walked (a modal <dialog> may live in one).
   let shadowRoots = [];
+  // Elements the current snapshot walked that may host a closed shadow root nobody asked about.
+  let maybeHosts = [];
 
   // Collect candidate controls in document order (shadow roots and iframes appended at the
   // position of their host, so order stays visual-ish).
@@ -315,11 +339,12 @@
           covered.add(el);
         }
       }
-      if (el.shadowRoot) collect(el.shadowRoot, out, pointer);
+      const sr = shadowOf(el);
+      if (sr) collect(sr, out, pointer);
       else if (el.tagName === 'IFRAME' || el.tagName === 'FRAME') {
         const d = sameOriginDoc(el);
         if (d) collect(d, out, pointer);
-      }
+      } else if (maybeClosedHost(el)) maybeHosts.push(el);
     }
     return out;
   }
@@ -470,7 +495,11 @@
     state.shots++;
 
     shadowRoots = [];
+    maybeHosts = [];
     const cands = collect(document, [], opts.pointer !== false);
+    // Empty boxes are asked about only when they show something (a root renders; a spacer too).
+    state.unasked = maybeHosts.filter((el) => el.localName.includes('-') ||
+      (el.checkVisibility() && el.offsetWidth >= 8 && el.offsetHeight >= 8));
     const tCollect = performance.now();
     const vw = innerWidth, vh = innerHeight;
     const near = vh * 0.5;
@@ -594,6 +623,7 @@
       text: out.join('\n'), token: state.token, count: entries.length, listed: total,
       shown, offset, next_offset: next < total ? next : null, truncated,
       above, below, inert, new: nNew, url: loc.href, title: document.title,
+      closed_hosts: state.unasked.length,
       ready_state: document.readyState, ms: performance.now() - t0,
       phases: { collect: tCollect - t0, rects: tRects - tCollect, describe: performance.now() - tRects },
     };
@@ -668,11 +698,16 @@
   function arm(el, t) {
     disarm();
     const rec = { hit: null, what: '' };
+    let first = null;  // the click event judged (each listener on its path may see more of it)
     const wins = new Set([window]);
     const w = el.ownerDocument.defaultView;
     if (w) wins.add(w);
+    // Inside a shadow root, listen on the root too: a closed one hides its inside from the
+    // composed path a window listener sees.
+    for (let r = el.getRootNode(); r && r.host; r = r.host.getRootNode()) wins.add(r);
     const on = (e) => {
-      if (!e.isTrusted || rec.hit !== null) return;
+      if (!e.isTrusted || (first !== null && first !== e) || rec.hit === true) return;
+      first = e;
       const path = e.composedPath();
       rec.hit = path.includes(el) || path.includes(t) ||
         (e.target && e.target.tagName === 'LABEL' && e.target.control === el);
@@ -693,8 +728,8 @@
     let doc = document, px = x, py = y, hit = null;
     for (let depth = 0; depth < 8; depth++) {
       hit = doc.elementFromPoint(px, py);
-      while (hit && hit.shadowRoot) {
-        const inner = hit.shadowRoot.elementFromPoint(px, py);
+      while (hit && shadowOf(hit)) {
+        const inner = shadowOf(hit).elementFromPoint(px, py);
         if (!inner || inner === hit) break;
         hit = inner;
       }
@@ -827,6 +862,17 @@
     // The element of an index, for the other scripts of this world (list_find.js): no identity
     // check, STALE_REF only when it is gone.
     element: (idx, token) => get(idx, token, false),
+    // Closed shadow roots (see the top): the hosts to ask about (marked asked), then each root.
+    takeUnasked: () => {
+      const hosts = state.unasked;
+      state.unasked = [];
+      for (const h of hosts) state.asked.add(h);
+      return hosts;
+    },
+    adoptRoot: (root) => {
+      if (root && root.host && !root.host.shadowRoot) state.closedRoots.set(root.host, root);
+      return !!root;
+    },
   };
   Object.freeze(api);
   Object.defineProperty(globalThis, '__browy', { value: api, writable: false, enumerable: false });

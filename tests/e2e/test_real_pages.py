@@ -13,6 +13,7 @@ pattern are unit-tested).
 - Recycled rows: after a search re-renders a list that reuses its row elements, a number from the
   fresh snapshot clicks the row that snapshot showed; a number from before the re-render is
   refused (STALE_REF). A row of 10,000 that is not rendered is found by scrolling, with progress.
+- Closed shadow roots: their controls are listed, typed into, checked and clicked.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Playwright
 
-from tests.e2e.browser import E2EBrowser, launched, wait_until
+from tests.e2e.browser import REPO_ROOT, E2EBrowser, launched, wait_until
 from tests.e2e.test_panels_at_work import Site, write_config
 from tests.e2e.tool_client import ToolClient, index_of
 
@@ -93,6 +94,8 @@ addEventListener('scroll', render, { passive: true });
 render();
 </script>
 """
+#: Web components with closed shadow roots (one inside another, one on a plain div).
+CLOSED_PAGE = REPO_ROOT / "tests" / "helpers" / "pages" / "closed_shadow.html"
 PLAIN = "<!doctype html><title>Plain</title><h1>Plain</h1><p>Nothing here.</p>\n"
 
 
@@ -106,7 +109,8 @@ class World:
 @pytest.fixture(scope="module")
 def world(playwright: Playwright, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("pages")
-    pages = {"orders.html": ORDERS, "plain.html": PLAIN, "list.html": ORDER_LIST}
+    pages = {"orders.html": ORDERS, "plain.html": PLAIN, "list.html": ORDER_LIST,
+             "closed.html": CLOSED_PAGE.read_text(encoding="utf-8")}  # fmt: skip
     site = Site(root / "site", pages)
     write_config(
         root / "home",
@@ -259,3 +263,22 @@ def test_a_row_not_rendered_yet_is_found_by_scrolling_with_progress(
     assert any("of the list searched" in note for note in found.progress), found
     client.ok("click_index", {"index": index_of(found.text, "Order #102500")})
     assert "picked Order #102500" in client.ok("extract_text", {"selector": "#picked"})
+
+
+# --------------------------------------------------------------------------------------------
+# Closed shadow roots
+
+
+def test_controls_in_closed_shadow_roots_are_listed_and_used(
+    world: World, client: ToolClient
+) -> None:
+    snap = open_tab(client, f"{world.site.url}/closed.html")
+    for name in ('"Card holder"', '"Pay now"', '"Accept terms"', '"Get help"'):
+        assert name in snap, snap
+    client.ok("type_index", {"index": index_of(snap, '"Card holder"'), "text": "Ada"})
+    client.ok("click_index", {"index": index_of(snap, '"Pay now"')})
+    assert "paid by Ada" in client.ok("extract_text", {"selector": "#out"})
+    client.ok("check_index", {"index": index_of(snap, '"Accept terms"')})
+    assert "terms true" in client.ok("extract_text", {"selector": "#out"})
+    client.ok("click_index", {"index": index_of(snap, '"Get help"')})
+    assert "help" in client.ok("extract_text", {"selector": "#out"})

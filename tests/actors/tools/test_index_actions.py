@@ -223,3 +223,24 @@ async def test_a_new_page_tools_on_the_same_document_shares_the_indices(
     with pytest.raises(CdpError) as err:
         await other.click_index(idx(snap, '"Add to cart"'), "0123456789ab")
     assert err.value.code is ErrorCode.STALE_REF
+
+
+async def test_controls_inside_closed_shadow_roots_are_listed_and_used(
+    tab: CdpWsSession, pages: PageServer
+) -> None:
+    tools, snap = await open_page(tab, pages, "closed_shadow.html")
+    assert await tab.evaluate("document.querySelector('pay-widget').shadowRoot") is None
+    for name in ('"Card holder"', '"Pay now"', '"Accept terms"', '"Get help"'):
+        assert name in snap.text, snap.text  # a closed root in a closed root, and on a div
+    typed = await tools.type_index(idx(snap, '"Card holder"'), snap.doc_token, "Ada")
+    assert typed.ok, typed
+    clicked = await tools.click_index(idx(snap, '"Pay now"'), snap.doc_token)
+    assert clicked.ok, clicked
+    assert await tab.evaluate("document.getElementById('out').textContent") == "paid by Ada"
+    checked = await tools.check_index(idx(snap, '"Accept terms"'), snap.doc_token)
+    assert checked.ok, checked
+    assert await tab.evaluate("document.getElementById('out').textContent") == "terms true"
+    helped = await tools.click_index(idx(snap, '"Get help"'), snap.doc_token)
+    assert helped.ok and await tab.evaluate("document.getElementById('out').textContent") == "help"
+    again = await tools.inspect_page()  # asked once per host: the second snapshot is plain
+    assert '"Pay now"' in again.text and again.doc_token == snap.doc_token
