@@ -116,8 +116,8 @@
       if (performance.now() - t0 > o.budget_ms) return out({ found: false, done: false });
       const before = root.scrollTop;
       if (o.wrapped && before >= o.start) return out({ found: false, done: true });
-      // A list that did not render on its first scrolls renders nothing on scroll: no settling.
-      const changed = mutated(root, probes >= 3 && renders === 0 ? 0 : o.settle_ms);
+      // A list that did not render on its first scrolls renders nothing on scroll: settle less.
+      const changed = mutated(root, probes >= 6 && renders === 0 ? o.settle_ms / 3 : o.settle_ms);
       root.scrollTop = before + Math.max(40, where(root).view * 0.8);
       if (!(await frame(60))) {  // no frame ran (a background tab): the page's scroll event
         if (isPage(root)) document.dispatchEvent(new Event('scroll', { bubbles: true }));

@@ -106,16 +106,15 @@ class PageWorld:
         max_chars: int = 12_000,
     ) -> Snapshot:
         """Snapshot the visible interactive elements of the tab (see module docstring)."""
-        opts = json.dumps(
-            {
-                "scope": scope,
-                "text_filter": text_filter or "",
-                "offset": offset,
-                "limit": limit,
-                "max_chars": max_chars,
-            }
-        )
-        expr = f"__browy.snapshot({opts})"
+        opts = {
+            "scope": scope,
+            "text_filter": text_filter or "",
+            "offset": offset,
+            "limit": limit,
+            "max_chars": max_chars,
+        }
+        expr = f"__browy.snapshot({json.dumps(opts)})"
+        redo = f"__browy.snapshot({json.dumps(opts | {'redo': True})})"
         value: dict[str, Any] | None = None
         for _ in range(2):
             ctx = self._context_id if self._context_id is not None else await self._create_world()
@@ -126,7 +125,7 @@ class PageWorld:
                 for _round in range(3):
                     if not value["closed_hosts"] or not await adopt_closed_roots(self.cdp, ctx):
                         break
-                    value = await self._evaluate(ctx, expr)
+                    value = await self._evaluate(ctx, redo)
                 break
             except CdpError as exc:
                 if not is_context_gone(exc):

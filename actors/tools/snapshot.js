@@ -79,6 +79,7 @@
     byEl: new WeakMap(),     // element -> index
     byIdx: new Map(),        // index -> WeakRef(element)
     shots: 0,
+    lastFirst: true,
     nav: { count: 0, url: '', sameDocument: false },
     seen: new Map(),         // index -> 'role "name"' of its newest listed line (see key())
     armed: null,             // the pending click check: { rec, off }
@@ -491,8 +492,11 @@
     const limit = opts.limit == null ? Infinity : Math.max(0, opts.limit | 0);
     const maxChars = opts.max_chars == null ? Infinity : Math.max(200, opts.max_chars | 0);
     labelIndex = new WeakMap();
-    const first = state.shots === 0;
-    state.shots++;
+    // `redo`: the same snapshot taken again once closed shadow roots were adopted: what it finds
+    // in them is new only if the snapshot it redoes would have said so.
+    const first = opts.redo ? state.lastFirst : state.shots === 0;
+    if (!opts.redo) state.shots++;
+    state.lastFirst = first;
 
     shadowRoots = [];
     maybeHosts = [];
