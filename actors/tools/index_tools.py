@@ -45,6 +45,10 @@ class SelectArgs(IndexArgs):
     value: str = Field(..., description="the option's value or visible label")
 
 
+class DragArgs(IndexArgs):
+    to_index: int = Field(..., ge=0, description="the element number to drop it on")
+
+
 class CheckArgs(IndexArgs):
     checked: bool = Field(True, description="the state to set")
 
@@ -128,6 +132,12 @@ def register_page_tools(registry: Registry) -> None:
     _action(
         "clear_index", "Clear the field [index].", IndexArgs,
         lambda p, a, t: p.clear_index(a.index, t),
+    )  # fmt: skip
+    _action(
+        "drag_index", "Drag element [index] and drop it on element [to_index] with the mouse, "
+        "like a user: works for HTML5 drag and drop and for pointer-driven sortable lists and "
+        "boards. Scrolls the source into view; both must fit on screen together.", DragArgs,
+        lambda p, a, t: p.drag_index(a.index, a.to_index, t),
     )  # fmt: skip
     _action(
         "focus_index", "Focus element [index].", IndexArgs,

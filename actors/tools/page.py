@@ -56,6 +56,7 @@ import weakref
 from typing import Any
 
 from actors.tools.cdp import CdpSession
+from actors.tools.drag import drag_index
 from actors.tools.page_types import (
     ActionResult,
     ElementNotVisible,
@@ -219,6 +220,10 @@ class PageTools(PageWorld):
                 note="; ".join(filter(None, ["clicked, but the state did not change", note])),
             )  # fmt: skip
         return result
+
+    async def drag_index(self, source: int, target: int, doc_token: str) -> ActionResult:
+        """Drag element ``source`` onto element ``target`` (:mod:`actors.tools.drag`)."""
+        return await drag_index(self, source, target, doc_token)
 
     # --- scrolling a list (list_find.js) -------------------------------------------------------
 

@@ -152,14 +152,18 @@ class PageWorld:
 
     # --- resolution ----------------------------------------------------------------------------
 
-    async def resolve(self, index: int, doc_token: str, *, arm: bool = False) -> ElementPoint:
+    async def resolve(
+        self, index: int, doc_token: str, *, arm: bool = False, scroll: bool = True
+    ) -> ElementPoint:
         """Scroll element ``index`` into view and return its click point (top-viewport CSS px).
 
         Raises ``CdpError(STALE_REF)`` when the document changed since the snapshot that gave the
         index, the element is gone or now shows another role/name; :class:`ElementNotVisible`
-        when it has no visible box. ``arm``: also arm the click check read by ``_click_at``.
+        when it has no visible box. ``arm``: also arm the click check read by ``_click_at``;
+        ``scroll=False``: where it is now, even off screen.
         """
-        args = f"{int(index)}, {json.dumps(doc_token)}, {'true' if arm else 'false'}"
+        flags = f"{'true' if arm else 'false'}, {'true' if scroll else 'false'}"
+        args = f"{int(index)}, {json.dumps(doc_token)}, {flags}"
         # Scrolling changes the page's scroll position only; it is idempotent, so it is a read.
         res = await self._call(f"__browy.resolve({args})")
         if not res["ok"]:
@@ -179,6 +183,8 @@ class PageWorld:
         params: dict[str, Any] = {"type": kind, "x": x, "y": y, "buttons": buttons}
         if kind != "mouseMoved":
             params |= {"button": "left", "clickCount": 1}
+        elif buttons:
+            params["button"] = "left"  # a move with the button held: what starts a drag
         await self.cdp.send("Input.dispatchMouseEvent", params, page_changing=True)
 
     async def _click_at(self, p: ElementPoint) -> tuple[bool, str]:

@@ -11,7 +11,8 @@
  *   control.release{ownerId}    forget the owner; detach tabs no other owner holds; clear the badge
  *
  * Events: chrome.debugger.onEvent is forwarded as `cdp.event{sessionId, tabId, method, params}` only
- * for domains the host enabled on that tab (`<Domain>.enable` / `.disable`) and only to the session
+ * for domains the host enabled on that tab (`<Domain>.enable` / `.disable`; `Input` while
+ * `Input.setInterceptDrags{enabled: true}` holds, for `Input.dragIntercepted`) and only to the session
  * that last used the tab — not the v1 firehose. `Inspector.detached` is always forwarded to that
  * session, so the host learns a tab is gone from under it.
  *
@@ -254,6 +255,10 @@ export class CdpExecutor {
     if (m && this.tabs.get(tabId) === st) {
       if (m[2] === 'enable') st.domains.add(m[1]);
       else st.domains.delete(m[1]);
+    } else if (msg.method === 'Input.setInterceptDrags' && this.tabs.get(tabId) === st) {
+      // Input has no enable: its one event (dragIntercepted) is wanted while drags are intercepted.
+      if (msg.params?.enabled) st.domains.add('Input');
+      else st.domains.delete('Input');
     }
     return { tabId, result: result ?? {} };
   }

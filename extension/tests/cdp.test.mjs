@@ -113,6 +113,19 @@ test('events are forwarded only for enabled domains and only to the session that
   assert.deepEqual(sent, []);
 });
 
+test('Input events are forwarded while drags are intercepted', async () => {
+  const { cdp, fake, sent } = setup();
+  await cdp.handle(send('c1', 'Input.setInterceptDrags', { params: { enabled: true } }));
+  sent.length = 0;
+  fake.chrome.debugger.onEvent.emit({ tabId: 1 }, 'Input.dragIntercepted', { data: { items: [] } });
+  assert.equal(sent.length, 1);
+  assert.equal(sent[0].method, 'Input.dragIntercepted');
+  await cdp.handle(send('c2', 'Input.setInterceptDrags', { params: { enabled: false } }));
+  sent.length = 0;
+  fake.chrome.debugger.onEvent.emit({ tabId: 1 }, 'Input.dragIntercepted', { data: {} });
+  assert.deepEqual(sent, []);
+});
+
 test('control.release detaches the owner\'s tabs and clears the indicator', async () => {
   const { cdp, fake } = setup();
   await cdp.handle(send('c1', 'Runtime.evaluate', { controlOwnerId: 't-1' }));

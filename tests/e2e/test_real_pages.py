@@ -14,6 +14,7 @@ pattern are unit-tested).
   fresh snapshot clicks the row that snapshot showed; a number from before the re-render is
   refused (STALE_REF). A row of 10,000 that is not rendered is found by scrolling, with progress.
 - Closed shadow roots: their controls are listed, typed into, checked and clicked.
+- Drag and drop by index: an HTML5 card onto a column, a pointer-driven sortable list reordered.
 """
 
 from __future__ import annotations
@@ -94,8 +95,9 @@ addEventListener('scroll', render, { passive: true });
 render();
 </script>
 """
-#: Web components with closed shadow roots (one inside another, one on a plain div).
-CLOSED_PAGE = REPO_ROOT / "tests" / "helpers" / "pages" / "closed_shadow.html"
+#: Also served: closed_shadow.html (web components with closed shadow roots, one inside another,
+#: one on a plain div) and drag.html (an HTML5 board and a pointer-driven sortable list).
+HELPER_PAGES = REPO_ROOT / "tests" / "helpers" / "pages"
 PLAIN = "<!doctype html><title>Plain</title><h1>Plain</h1><p>Nothing here.</p>\n"
 
 
@@ -110,7 +112,8 @@ class World:
 def world(playwright: Playwright, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("pages")
     pages = {"orders.html": ORDERS, "plain.html": PLAIN, "list.html": ORDER_LIST,
-             "closed.html": CLOSED_PAGE.read_text(encoding="utf-8")}  # fmt: skip
+             "closed.html": (HELPER_PAGES / "closed_shadow.html").read_text(encoding="utf-8"),
+             "drag.html": (HELPER_PAGES / "drag.html").read_text(encoding="utf-8")}  # fmt: skip
     site = Site(root / "site", pages)
     write_config(
         root / "home",
@@ -282,3 +285,21 @@ def test_controls_in_closed_shadow_roots_are_listed_and_used(
     assert "terms true" in client.ok("extract_text", {"selector": "#out"})
     client.ok("click_index", {"index": index_of(snap, '"Get help"')})
     assert "help" in client.ok("extract_text", {"selector": "#out"})
+
+
+# --------------------------------------------------------------------------------------------
+# Drag and drop
+
+
+def test_drag_index_moves_an_html5_card_and_reorders_a_pointer_list(
+    world: World, client: ToolClient
+) -> None:
+    snap = open_tab(client, f"{world.site.url}/drag.html")
+    card, done = index_of(snap, '"Write report"'), index_of(snap, '"Done"')
+    moved = client.call("drag_index", {"index": card, "to_index": done})
+    assert moved.ok and "HTML5 drag" in moved.text, moved
+    alpha, charlie = index_of(snap, '"Alpha"'), index_of(snap, '"Charlie"')
+    reordered = client.call("drag_index", {"index": alpha, "to_index": charlie})
+    assert reordered.ok and "pointer drag" in reordered.text, reordered
+    log = client.ok("extract_text", {"selector": "#log"})
+    assert "moved Write report to done;order Bravo,Charlie,Alpha,Delta;" in log, log

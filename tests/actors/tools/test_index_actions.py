@@ -244,3 +244,17 @@ async def test_controls_inside_closed_shadow_roots_are_listed_and_used(
     assert helped.ok and await tab.evaluate("document.getElementById('out').textContent") == "help"
     again = await tools.inspect_page()  # asked once per host: the second snapshot is plain
     assert '"Pay now"' in again.text and again.doc_token == snap.doc_token
+
+
+async def test_drag_index_drops_an_html5_card_and_reorders_a_pointer_sortable_list(
+    tab: CdpWsSession, pages: PageServer
+) -> None:
+    tools, snap = await open_page(tab, pages, "drag.html")
+    moved = await tools.drag_index(idx(snap, '"Write report"'), idx(snap, '"Done"'), snap.doc_token)
+    assert moved.ok and "HTML5 drag" in moved.note, moved
+    assert await tab.evaluate("document.getElementById('done').textContent") == "Write report"
+    order = await tools.drag_index(idx(snap, '"Alpha"'), idx(snap, '"Charlie"'), snap.doc_token)
+    assert order.ok and "pointer drag" in order.note, order
+    log = await tab.evaluate("document.getElementById('log').textContent")
+    assert log == "moved Write report to done;order Bravo,Charlie,Alpha,Delta;", log
+    assert tab.sent.count(("Input.setInterceptDrags", True)) == 4  # on and off, each drag
