@@ -107,7 +107,14 @@ log = logging.getLogger(__name__)
 
 #: Extension protocol levels this host speaks (protocol.md: v1 and v2).
 SERVER_PROTOCOLS = (1, 2)
-SERVER_CAPABILITIES = ("chat.queue", "approvals", "user.ask", "cdp.cancel", "control.release")
+SERVER_CAPABILITIES = (
+    "chat.queue",
+    "approvals",
+    "user.ask",
+    "cdp.cancel",
+    "control.release",
+    "cdp.targetSessions",
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -288,6 +295,8 @@ class Connection(Actor[Inbound]):
         self.info.protocol = max(common)
         self.info.install_id = hello.install_id
         self.info.client = hello.client
+        if self.info.protocol >= 2:
+            self.info.capabilities = frozenset(hello.capabilities or ())
         if self.info.protocol >= 2:
             await self.send(
                 HelloAck(

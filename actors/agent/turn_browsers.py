@@ -34,6 +34,7 @@ class _Kept:
     tab_id: int
     tokens: dict[int, str] = field(default_factory=dict)
     secret_indices: dict[int, set[int]] = field(default_factory=dict)
+    frame_tokens: dict[int, dict[int, str]] = field(default_factory=dict)
 
 
 class TurnBrowsers:
@@ -51,7 +52,10 @@ class TurnBrowsers:
         link = self._links.get(entry.browser_link_id or ticket.link_id)
         if link is None:
             return None
-        tabs = ProxyTabs(link.calls, ticket.session_id, ticket.turn_id, window_id=entry.window_id)
+        tabs = ProxyTabs(
+            link.calls, ticket.session_id, ticket.turn_id, window_id=entry.window_id,
+            child_sessions=link.info.target_sessions,
+        )  # fmt: skip
         kept = await self._kept_tab(ticket.session_id, tabs) if entry.browser_link_id else None
         browser = await TurnBrowser.pin(
             tabs=tabs,
@@ -64,6 +68,7 @@ class TurnBrowsers:
         if kept is not None:
             browser.tokens.update(kept.tokens)
             browser.secret_indices.update({k: set(v) for k, v in kept.secret_indices.items()})
+            browser.frame_tokens.update({k: dict(v) for k, v in kept.frame_tokens.items()})
         if entry.browser_link_id is not None and browser.tab_id is not None:
             await self._asking.take_control(entry.link.link_id, link, browser.tab_id)
         return browser
@@ -89,6 +94,7 @@ class TurnBrowsers:
             tab_id=browser.tab_id,
             tokens=dict(browser.tokens),
             secret_indices={k: set(v) for k, v in browser.secret_indices.items()},
+            frame_tokens={k: dict(v) for k, v in browser.frame_tokens.items()},
         )
 
     def resume(self, session_id: str, tab_id: int) -> None:

@@ -185,7 +185,16 @@ class CDPProxy(Actor[ProxyMsg]):
         }
         args = msg.params
         if msg.op not in TAB_OPS:
-            return CdpSend(**common, tab_id=msg.tab_id, method=msg.op, params=args)
+            if msg.target_session is not None and not self._info.target_sessions:
+                # protocol.md section 4: only after the extension's hello offered it.
+                raise ValueError("this browser connection cannot address child sessions")
+            return CdpSend(
+                **common,
+                tab_id=msg.tab_id,
+                method=msg.op,
+                params=args,
+                target_session_id=msg.target_session,
+            )
         if msg.op == "tab.new":
             return TabNew(**common, url=args.get("url"), active=args.get("active"))
         if msg.op == "tab.activate":
@@ -232,7 +241,9 @@ class CDPProxy(Actor[ProxyMsg]):
     # --- events -----------------------------------------------------------------------------
 
     def _fan_out(self, event: CdpEvent) -> None:
-        opened = self._subs.dialogs.on_event(event.tab_id, event.method, event.params)
+        opened = None
+        if event.target_session_id is None:  # a child session's Page is not the tab's
+            opened = self._subs.dialogs.on_event(event.tab_id, event.method, event.params)
         if event.method.startswith("Page.javascriptDialog"):
             log.info("tab %s: %s %s", event.tab_id, event.method, event.params.get("type", ""))
         if opened is not None:

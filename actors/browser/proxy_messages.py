@@ -70,6 +70,8 @@ class OpenCall:
     tab_id: int | None = None
     params: dict[str, Any] = field(default_factory=dict)
     owner_id: str | None = None
+    #: A child session of the tab (``cdp.send.targetSessionId``; v2 ``cdp.targetSessions``).
+    target_session: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

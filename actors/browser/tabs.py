@@ -61,11 +61,14 @@ class BrowserCalls:
         page_changing: bool,
         timeout: float,
         owner_id: str | None,
+        target_session: str | None = None,
     ) -> dict[str, Any]:
-        """Run one CDP command in ``tab_id`` and return CDP's raw ``result`` object."""
+        """Run one CDP command in ``tab_id`` (or in its child session ``target_session``) and
+        return CDP's raw ``result`` object."""
         answer = await self._call(
-            session_id, method, tab_id, params or {}, owner_id, page_changing, timeout
-        )
+            session_id, method, tab_id, params or {}, owner_id, page_changing, timeout,
+            target_session,
+        )  # fmt: skip
         result = answer.result
         # tool.result for cdp.send carries {tabId, result: <raw CDP result>} (protocol.md 2).
         if isinstance(result, dict):
@@ -108,6 +111,7 @@ class BrowserCalls:
         owner_id: str | None,
         page_changing: bool,
         timeout: float,
+        target_session: str | None = None,
     ) -> ToolResult:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -119,6 +123,7 @@ class BrowserCalls:
             tab_id=tab_id,
             params=params,
             owner_id=owner_id,
+            target_session=target_session,
         )
         try:
             async with asyncio.timeout_at(deadline):
@@ -204,15 +209,34 @@ def _error_from_text(text: str) -> BrowserCallError:
 class TabCdpSession:
     """The ``CdpSession`` seam (actors/tools/cdp.py) over :class:`BrowserCalls`, bound to one
     tab. Also offers :meth:`subscribe` for that tab's CDP events (``callback(method, params)``).
+
+    ``child(target_session)`` is the same tab's child session (an out-of-process iframe), where
+    ``child_sessions`` says the connection can address them (v2 ``cdp.targetSessions``).
     """
 
     def __init__(
-        self, calls: BrowserCalls, session_id: str, tab_id: int | None, owner_id: str | None
+        self,
+        calls: BrowserCalls,
+        session_id: str,
+        tab_id: int | None,
+        owner_id: str | None,
+        *,
+        child_sessions: bool = False,
+        target_session: str | None = None,
     ) -> None:
         self.calls = calls
         self.session_id = session_id
         self.tab_id = tab_id
         self.owner_id = owner_id
+        self.child_sessions = child_sessions
+        self.target_session = target_session
+
+    def child(self, target_session: str) -> TabCdpSession:
+        """The child session ``target_session`` of this tab (needs ``child_sessions``)."""
+        return TabCdpSession(
+            self.calls, self.session_id, self.tab_id, self.owner_id,
+            child_sessions=self.child_sessions, target_session=target_session,
+        )  # fmt: skip
 
     async def send(
         self,
@@ -230,6 +254,7 @@ class TabCdpSession:
             page_changing=page_changing,
             timeout=timeout,
             owner_id=self.owner_id,
+            target_session=self.target_session,
         )
 
     async def open_dialog(self) -> OpenDialog | None:
@@ -239,9 +264,13 @@ class TabCdpSession:
     async def subscribe(
         self, callback: Callable[[str, dict[str, Any]], None]
     ) -> Callable[[], None]:
-        return await self.calls.subscribe(
-            self.session_id, self.tab_id, lambda ev: callback(ev.method, ev.params)
-        )
+        mine = self.target_session
+
+        def deliver(ev: Any) -> None:
+            if getattr(ev, "target_session_id", None) == mine:  # this session's events only
+                callback(ev.method, ev.params)
+
+        return await self.calls.subscribe(self.session_id, self.tab_id, deliver)
 
 
 class ProxyTabs:
@@ -255,12 +284,14 @@ class ProxyTabs:
         *,
         window_id: int | None = None,
         timeout: float = 10.0,
+        child_sessions: bool = False,
     ) -> None:
         self.calls = calls
         self.session_id = session_id
         self.owner_id = owner_id
         self.window_id = window_id
         self.timeout = timeout
+        self.child_sessions = child_sessions
 
     async def _op(self, op: TabOp, args: dict[str, Any] | None = None) -> Any:
         return await self.calls.tab(
@@ -287,4 +318,7 @@ class ProxyTabs:
         await self._op("tab.close", {"tabId": tab_id})
 
     def session(self, tab_id: int) -> TabCdpSession:
-        return TabCdpSession(self.calls, self.session_id, tab_id, self.owner_id)
+        return TabCdpSession(
+            self.calls, self.session_id, tab_id, self.owner_id,
+            child_sessions=self.child_sessions,
+        )  # fmt: skip

@@ -55,6 +55,8 @@ class ConnectionInfo:
     #: (an MCP client's ``clientInfo.name``).
     client: str = ""
     sessions: dict[str, SessionStart] = field(default_factory=dict)
+    #: What the extension's v2 hello says it can do (protocol.md section 4).
+    capabilities: frozenset[str] = frozenset()
 
     @property
     def max_frame(self) -> int:
@@ -64,6 +66,11 @@ class ConnectionInfo:
     @property
     def v2(self) -> bool:
         return self.protocol >= 2
+
+    @property
+    def target_sessions(self) -> bool:
+        """May ``cdp.send`` name a child session (``targetSessionId``)? v2 with the capability."""
+        return self.v2 and "cdp.targetSessions" in self.capabilities
 
     @property
     def scope(self) -> str:

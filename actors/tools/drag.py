@@ -22,12 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from actors.tools.page_types import ActionResult, ElementNotVisible, ElementPoint
-
-if TYPE_CHECKING:
-    from actors.tools.page import PageTools
+from actors.tools.page_world import PageWorld
 
 __all__ = ["drag_index"]
 
@@ -37,7 +35,7 @@ _STEPS = 12
 _PACE_S = 0.016
 
 
-async def drag_index(page: PageTools, source: int, target: int, doc_token: str) -> ActionResult:
+async def drag_index(page: PageWorld, source: int, target: int, doc_token: str) -> ActionResult:
     """Drag element ``source`` onto element ``target`` (see the module docstring)."""
     before = await page._before(source, doc_token)
     try:
@@ -77,7 +75,7 @@ async def drag_index(page: PageTools, source: int, target: int, doc_token: str) 
 
 
 async def _gesture(
-    page: PageTools, src: ElementPoint, to: ElementPoint, intercepted: list[dict[str, Any]]
+    page: PageWorld, src: ElementPoint, to: ElementPoint, intercepted: list[dict[str, Any]]
 ) -> str:
     """Press on ``src``, move to ``to``, and drop there; which kind of drag it was."""
     await page._mouse("mouseMoved", src.x, src.y)

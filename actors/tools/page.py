@@ -51,12 +51,15 @@ index actions (:class:`PageTools`) and the module-level functions.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import weakref
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Concatenate, ParamSpec
 
-from actors.tools.cdp import CdpSession
+from actors.tools.cdp import CdpError, CdpSession, ErrorCode
 from actors.tools.drag import drag_index
+from actors.tools.frames import slot_of
 from actors.tools.page_types import (
     ActionResult,
     ElementNotVisible,
@@ -86,11 +89,30 @@ __all__ = [
 ]
 
 
+_P = ParamSpec("_P")
+
+
+def _framed(
+    action: Callable[Concatenate[PageTools, int, str, _P], Awaitable[ActionResult]],
+) -> Callable[Concatenate[PageTools, int, str, _P], Awaitable[ActionResult]]:
+    """An index action that works in the frame its element is in (``PageTools._in_frame``)."""
+
+    async def run(
+        self: PageTools, index: int, doc_token: str, /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> ActionResult:
+        async with self._in_frame(index, doc_token) as token:
+            return await action(self, index, token, *args, **kwargs)
+
+    run.__doc__ = action.__doc__
+    return run
+
+
 class PageTools(PageWorld):
     """Snapshot and index actions for one tab. Not safe for concurrent use by several tasks."""
 
     # --- index actions ---------------------------------------------------------------------------
 
+    @_framed
     async def click_index(self, index: int, doc_token: str) -> ActionResult:
         """Click element ``index`` with real mouse events at its centre.
 
@@ -104,6 +126,7 @@ class PageTools(PageWorld):
         landed, note = await self._click_at(p)
         return await self._report("click", index, doc_token, before, note, ok=landed)
 
+    @_framed
     async def hover_index(self, index: int, doc_token: str) -> ActionResult:
         """Move the mouse over element ``index``."""
         before = await self._before(index, doc_token)
@@ -114,6 +137,7 @@ class PageTools(PageWorld):
         await self._mouse("mouseMoved", p.x, p.y)
         return await self._report("hover", index, doc_token, before)
 
+    @_framed
     async def focus_index(self, index: int, doc_token: str) -> ActionResult:
         """Scroll element ``index`` into view and focus it (no click)."""
         before = await self._before(index, doc_token)
@@ -136,6 +160,7 @@ class PageTools(PageWorld):
                 note += "; the field was then focused directly"
         return note
 
+    @_framed
     async def type_index(
         self, index: int, doc_token: str, text: str, *, clear: bool = True, submit: bool = False
     ) -> ActionResult:
@@ -162,6 +187,7 @@ class PageTools(PageWorld):
             "type", index, doc_token, before, ", ".join(filter(None, [typed, note]))
         )
 
+    @_framed
     async def clear_index(self, index: int, doc_token: str) -> ActionResult:
         """Empty the text field ``index`` as a user would (select all, delete)."""
         before = await self._before(index, doc_token)
@@ -174,6 +200,7 @@ class PageTools(PageWorld):
         await self._select_all_and_delete()
         return await self._report("clear", index, doc_token, before, note)
 
+    @_framed
     async def select_index(self, index: int, doc_token: str, value_or_label: str) -> ActionResult:
         """Choose an option of the native ``<select>`` ``index`` by value or (partial) label."""
         before = await self._before(index, doc_token)
@@ -193,6 +220,7 @@ class PageTools(PageWorld):
             "select", index, doc_token, before, f"selected {json.dumps(res['label'])}"
         )
 
+    @_framed
     async def check_index(self, index: int, doc_token: str, checked: bool = True) -> ActionResult:
         """Make checkbox/radio/switch ``index`` checked (or unchecked) by clicking it if needed."""
         before = await self._before(index, doc_token)
@@ -222,8 +250,35 @@ class PageTools(PageWorld):
         return result
 
     async def drag_index(self, source: int, target: int, doc_token: str) -> ActionResult:
-        """Drag element ``source`` onto element ``target`` (:mod:`actors.tools.drag`)."""
-        return await drag_index(self, source, target, doc_token)
+        """Drag element ``source`` onto element ``target`` (:mod:`actors.tools.drag`), both in
+        the top document or both in one frame."""
+        if slot_of(source) != slot_of(target):
+            raise CdpError(ErrorCode.INTERNAL, "drag_index: both elements must be in one frame")
+        async with self._in_frame(source, doc_token) as token:
+            return await drag_index(self, source, target, token)
+
+    @contextlib.asynccontextmanager
+    async def _in_frame(self, index: int, doc_token: str) -> AsyncIterator[str]:
+        """Work in the world of the frame ``index`` belongs to (actors.tools.frames) while the
+        block runs; yields the token to check its numbers against. The top document must still be
+        the snapshot's (``doc_token``) and the frame still in it, else STALE_REF."""
+        slot = slot_of(index)
+        if slot == 0 or self._active is not None:
+            yield doc_token
+            return
+        await self._call(f"__browy.frameBox({slot}, {json.dumps(doc_token)})")
+        assert self._context_id is not None
+        world = await self.frames.world(slot, self._context_id)
+        if isinstance(world, str):
+            raise CdpError(ErrorCode.INTERNAL, f"element [{index}] cannot be reached: {world}")
+        token = self.frame_tokens.get(slot)
+        if token is None:
+            raise CdpError(ErrorCode.STALE_REF, f"no snapshot of frame {slot} yet: inspect_page")
+        self._active = (world, doc_token)
+        try:
+            yield token
+        finally:
+            self._active = None
 
     # --- scrolling a list (list_find.js) -------------------------------------------------------
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from actors.tools.cdp import CdpError, CdpSession, ErrorCode, is_context_gone
 from actors.tools.closed_roots import adopt_closed_roots
+from actors.tools.frames import FrameBlocks, Frames, FrameWorld, frame_blocks
 from actors.tools.page_types import (
     _SNAPSHOT_JS,
     _WORLD_NAME,
@@ -40,11 +41,24 @@ class PageWorld:
     :class:`~actors.tools.page.PageTools` adds the index actions. Not safe for concurrent use.
     """
 
-    def __init__(self, cdp: CdpSession, *, allow_file: bool = False) -> None:
+    def __init__(
+        self,
+        cdp: CdpSession,
+        *,
+        allow_file: bool = False,
+        frame_tokens: dict[int, str] | None = None,
+    ) -> None:
         self.cdp = cdp
         self.allow_file = allow_file
         self._context_id: int | None = None
         self._loader_id: str | None = None
+        #: The cross-origin frames (actors.tools.frames) and the document token of each slot's
+        #: last snapshot (kept by the caller across tool calls, like the top document's token).
+        self.frames = Frames(cdp)
+        self.frame_tokens: dict[int, str] = {} if frame_tokens is None else frame_tokens
+        #: While an action works on an element of a frame: that frame's world, and the top
+        #: document's token (see PageTools._in_frame).
+        self._active: tuple[FrameWorld, str] | None = None
 
     # --- the isolated world -------------------------------------------------------------------
 
@@ -57,6 +71,8 @@ class PageWorld:
         )
         ctx = int(res["executionContextId"])
         await self._evaluate(ctx, _SNAPSHOT_JS)
+        if frame.get("loaderId") != self._loader_id:
+            self.frames.forget()  # another top document: its frame slots are other frames
         self._context_id = ctx
         self._loader_id = frame.get("loaderId")
         return ctx
@@ -81,8 +97,15 @@ class PageWorld:
             raise CdpError(ErrorCode.INTERNAL, f"in-page error: {text[:300]}")
         return res.get("result", {}).get("value")
 
-    async def _call(self, expression: str, *, page_changing: bool = False) -> Any:
-        """Evaluate in our world of the current document; STALE_REF if that document is gone."""
+    async def _call(
+        self, expression: str, *, page_changing: bool = False, top: bool = False
+    ) -> Any:
+        """Evaluate in our world of the current document — of the frame an action works in,
+        unless ``top`` — STALE_REF if that document is gone."""
+        if self._active is not None and not top:
+            return await self.frames.evaluate(
+                self._active[0], expression, page_changing=page_changing
+            )
         # Re-attaching is safe: Chromium gives back the same named world (so the same token) for
         # the same document, and a new document has a new token, which the page side rejects.
         ctx = self._context_id if self._context_id is not None else await self._create_world()
@@ -134,15 +157,20 @@ class PageWorld:
         if value is None:
             raise CdpError(ErrorCode.STALE_REF, "the page kept changing during the snapshot")
         _check_url(value["url"], allow_file=self.allow_file)
+        extra = FrameBlocks()
+        if value["frames"] and self._context_id is not None:
+            extra = await frame_blocks(
+                self.frames, self._context_id, value["frames"], opts, self.frame_tokens
+            )
         return Snapshot(
-            text=value["text"],
+            text="\n".join([value["text"], *extra.lines]),
             doc_token=value["token"],
-            count=value["count"],
-            listed=value["listed"],
-            shown=value["shown"],
+            count=value["count"] + extra.count,
+            listed=value["listed"] + extra.listed,
+            shown=value["shown"] + extra.shown,
             next_offset=value["next_offset"],
             truncated=value["truncated"],
-            new=value["new"],
+            new=value["new"] + extra.new,
             inert=value.get("inert", 0),
             url=value["url"],
             title=value["title"],
@@ -168,7 +196,14 @@ class PageWorld:
         res = await self._call(f"__browy.resolve({args})")
         if not res["ok"]:
             raise ElementNotVisible(f"{res['reason']}: {res['line']}")
-        return ElementPoint(x=res["x"], y=res["y"], covered_by=res["covered_by"])
+        x, y = float(res["x"]), float(res["y"])
+        if self._active is not None:  # frame pixels -> top-viewport pixels, after its scroll
+            fw, top_token = self._active
+            box = await self._call(
+                f"__browy.frameBox({fw.slot}, {json.dumps(top_token)})", top=True
+            )
+            x, y = x + float(box["x"]), y + float(box["y"])
+        return ElementPoint(x=x, y=y, covered_by=res["covered_by"])
 
     async def _info(self, index: int, doc_token: str, *, after: bool = False) -> dict[str, Any]:
         """The element's facts; ``after`` an action on it: no identity check, and re-baseline."""
@@ -206,6 +241,14 @@ class PageWorld:
 
     async def _clicked(self) -> dict[str, Any] | None:
         """Read back (and disarm) the click check; None when our world is gone (navigation)."""
+        if self._active is not None:
+            try:
+                rec_in_frame: dict[str, Any] | None = await self._call("__browy.clicked()")
+            except CdpError as exc:
+                if exc.code is ErrorCode.STALE_REF:
+                    return None  # the frame navigated
+                raise
+            return rec_in_frame
         ctx = self._context_id
         if ctx is None:
             return None

@@ -65,6 +65,9 @@ class TurnBrowser:
     tokens: dict[int, str] = field(default_factory=dict)
     #: Per tab: indices of secret fields (password, card number, CVC) of the current document.
     secret_indices: dict[int, set[int]] = field(default_factory=dict)
+    #: Per tab: the document token of each cross-origin frame's last snapshot (frame slot ->
+    #: token; :mod:`actors.tools.frames`).
+    frame_tokens: dict[int, dict[int, str]] = field(default_factory=dict)
     note: str | None = None
     #: Per tab: when ``Page.enable`` was last sent (``time.monotonic()``).
     _watched: dict[int, float] = field(default_factory=dict)
@@ -109,7 +112,11 @@ class TurnBrowser:
         page = self._pages.get(self.tab_id)
         if page is None:
             # One PageTools per tab keeps its isolated-world context id cached across calls.
-            page = PageTools(session, allow_file=self.allow_file)
+            page = PageTools(
+                session,
+                allow_file=self.allow_file,
+                frame_tokens=self.frame_tokens.setdefault(self.tab_id, {}),
+            )
             self._pages[self.tab_id] = page
         return page
 
@@ -144,6 +151,11 @@ class TurnBrowser:
         assert self.tab_id is not None
         if self.tokens.get(self.tab_id) != snap.doc_token:
             self.secret_indices[self.tab_id] = set()
+            # Frames of another top document: the slots' tokens kept are not its frames'.
+            kept = self.frame_tokens.setdefault(self.tab_id, {})
+            fresh = {k: v for k, v in kept.items() if f"-- frame {k}:" in snap.text}
+            kept.clear()
+            kept.update(fresh)
         self.tokens[self.tab_id] = snap.doc_token
         self.secret_indices.setdefault(self.tab_id, set()).update(_secret_lines(snap.text))
         return snap

@@ -15,6 +15,13 @@
 // whose text is their value (fields, comboboxes, popup buttons showing their choice) are keyed by
 // role only, and value/state changes never count.
 //
+// Cross-origin frames: this world cannot read them. A snapshot numbers each such <iframe> it meets
+// (a frame slot, kept for the document) and returns the visible ones with their content boxes in
+// top-viewport pixels (`frames`); the host runs this same script in an isolated world of each
+// frame (its own session for an out-of-process one) with `opts.frame` = {slot, x, y, vh}: there
+// indices start at slot * 100000 + 1, positions are mapped to the top viewport and only the
+// lines are returned. `frameBox(slot, token)` gives a frame's content box at action time.
+//
 // Closed shadow roots (attachShadow({mode: 'closed'})) are out of reach of every script, ours
 // included, but not of the DOM domain: a snapshot reports the hosts that may have one and that it
 // has not asked about (custom elements, and empty boxes of the tags that can host a root); the host
@@ -84,6 +91,8 @@
     seen: new Map(),         // index -> 'role "name"' of its newest listed line (see key())
     armed: null,             // the pending click check: { rec, off }
     closedRoots: new WeakMap(),  // host -> its closed ShadowRoot, handed in by the host
+    frameSlot: new WeakMap(),    // cross-origin <iframe> -> its slot
+    frameEls: new Map(),         // slot -> WeakRef(<iframe>)
     asked: new WeakSet(),        // hosts the host was asked about (whatever the answer)
     unasked: [],                 // hosts the last snapshot found that nobody asked about yet
   };
@@ -313,6 +322,8 @@
   let shadowRoots = [];
   // Elements the current snapshot walked that may host a closed shadow root nobody asked about.
   let maybeHosts = [];
+  // The cross-origin frames the current snapshot walked.
+  let xframes = [];
 
   // Collect candidate controls in document order (shadow roots and iframes appended at the
   // position of their host, so order stays visual-ish).
@@ -345,6 +356,7 @@
       else if (el.tagName === 'IFRAME' || el.tagName === 'FRAME') {
         const d = sameOriginDoc(el);
         if (d) collect(d, out, pointer);
+        else xframes.push(el);
       } else if (maybeClosedHost(el)) maybeHosts.push(el);
     }
     return out;
@@ -500,12 +512,16 @@
 
     shadowRoots = [];
     maybeHosts = [];
+    xframes = [];
+    // In a frame's world (see the top): numbers of its own, positions in the top viewport.
+    const fo = opts.frame || null;
+    if (fo && state.next === 1) state.next = fo.slot * 100000 + 1;
     const cands = collect(document, [], opts.pointer !== false);
     // Empty boxes are asked about only when they show something (a root renders; a spacer too).
     state.unasked = maybeHosts.filter((el) => el.localName.includes('-') ||
       (el.checkVisibility() && el.offsetWidth >= 8 && el.offsetHeight >= 8));
     const tCollect = performance.now();
-    const vw = innerWidth, vh = innerHeight;
+    const vw = fo ? fo.vw : innerWidth, vh = fo ? fo.vh : innerHeight;
     const near = vh * 0.5;
     const offsets = new Map();
     const facts = new Map();
@@ -518,11 +534,17 @@
       const r = vt[1];
       const doc = el.ownerDocument;
       let off = offsets.get(doc);
-      if (!off) { off = doc === document ? [0, 0] : frameOffset(doc); offsets.set(doc, off); }
+      if (!off) {
+        off = doc === document ? [0, 0] : frameOffset(doc);
+        if (fo) off = [off[0] + fo.x, off[1] + fo.y];
+        offsets.set(doc, off);
+      }
       const top = r.top + off[1], bottom = r.bottom + off[1];
       const left = r.left + off[0], right = r.right + off[0];
       if (right < 0 && left + scrollX < 0) continue;     // parked off-page (skip links)
-      const pos = bottom < 0 ? (bottom < -near ? -2 : -1) : top > vh ? (top > vh + near ? 2 : 1) : 0;
+      let pos = bottom < 0 ? (bottom < -near ? -2 : -1) : top > vh ? (top > vh + near ? 2 : 1) : 0;
+      if (fo && r.bottom + off[1] - fo.y < 0) pos = Math.min(pos, -1);  // scrolled out of its frame
+      if (fo && r.top + off[1] - fo.y > innerHeight) pos = Math.max(pos, 1);
       entries.push({ el, pos, hx: right < 0 || left > vw });
     }
     const tRects = performance.now();
@@ -579,13 +601,15 @@
     const pagesAbove = scrollY / vh, pagesBelow = Math.max(0, sh - scrollY - vh) / vh;
     const kinds = Object.keys(counts).sort().map((k) => counts[k] + ' ' + k).join(', ');
     const out = [];
-    out.push('# page ' + JSON.stringify(clip(squash(document.title), 80)) + ' ' + clip(loc.href, 120));
-    out.push('# ready=' + document.readyState + ' scroll=' + Math.round(scrollX) + ',' +
-      Math.round(scrollY) + ' viewport=' + vw + 'x' + vh + ' pages above=' + pagesAbove.toFixed(1) +
-      ' below=' + pagesBelow.toFixed(1) + ' doc=' + state.token);
-    out.push('# controls ' + entries.length + (kinds ? ' (' + kinds + ')' : '') +
-      (nNew ? ', ' + nNew + ' new (*)' : '') + '; scope=' + scope +
-      (filter ? ' filter=' + JSON.stringify(opts.text_filter) : ''));
+    if (!fo) {
+      out.push('# page ' + JSON.stringify(clip(squash(document.title), 80)) + ' ' + clip(loc.href, 120));
+      out.push('# ready=' + document.readyState + ' scroll=' + Math.round(scrollX) + ',' +
+        Math.round(scrollY) + ' viewport=' + vw + 'x' + vh + ' pages above=' + pagesAbove.toFixed(1) +
+        ' below=' + pagesBelow.toFixed(1) + ' doc=' + state.token);
+      out.push('# controls ' + entries.length + (kinds ? ' (' + kinds + ')' : '') +
+        (nNew ? ', ' + nNew + ' new (*)' : '') + '; scope=' + scope +
+        (filter ? ' filter=' + JSON.stringify(opts.text_filter) : ''));
+    }
     if (inert) {
       out.push('# ' + inert + ' controls are inert, behind an open modal or in an inert region ' +
         '(not listed; scope="all" lists them marked inert): they cannot be used until it closes');
@@ -627,10 +651,45 @@
       text: out.join('\n'), token: state.token, count: entries.length, listed: total,
       shown, offset, next_offset: next < total ? next : null, truncated,
       above, below, inert, new: nNew, url: loc.href, title: document.title,
-      closed_hosts: state.unasked.length,
+      closed_hosts: state.unasked.length, frames: frameList(),
       ready_state: document.readyState, ms: performance.now() - t0,
       phases: { collect: tCollect - t0, rects: tRects - tCollect, describe: performance.now() - tRects },
     };
+  }
+
+  // The content box of a cross-origin <iframe> in top-viewport pixels.
+  function contentBox(fe) {
+    const off = fe.ownerDocument === document ? [0, 0] : frameOffset(fe.ownerDocument);
+    const r = fe.getBoundingClientRect();
+    const cs = fe.ownerDocument.defaultView.getComputedStyle(fe);
+    const x = r.left + fe.clientLeft + parseFloat(cs.paddingLeft) + off[0];
+    const y = r.top + fe.clientTop + parseFloat(cs.paddingTop) + off[1];
+    return { x, y, w: fe.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight),
+      h: fe.clientHeight - parseFloat(cs.paddingTop) - parseFloat(cs.paddingBottom) };
+  }
+
+  // The cross-origin frames of this snapshot that show something: {slot, x, y, w, h, src}.
+  function frameList() {
+    const list = [];
+    for (const fe of xframes) {
+      if (!fe.checkVisibility(VIS_OPTS) || fe.clientWidth < 2 || fe.clientHeight < 2) continue;
+      let slot = state.frameSlot.get(fe);
+      if (slot === undefined) {
+        slot = state.frameEls.size + 1;
+        state.frameSlot.set(fe, slot);
+        state.frameEls.set(slot, new WeakRef(fe));
+      }
+      list.push({ slot, src: fe.src || '', vw: innerWidth, vh: innerHeight, ...contentBox(fe) });
+    }
+    return list;
+  }
+
+  function frameEl(slot, token) {
+    if (token !== state.token) throw new Error('STALE_REF: this page was replaced since the snapshot');
+    const ref = state.frameEls.get(slot);
+    const fe = ref && ref.deref();
+    if (!fe || !fe.isConnected) throw new Error('STALE_REF: frame ' + slot + ' was removed from the page');
+    return fe;
   }
 
   // --- index resolution and actions -------------------------------------------------------------
@@ -866,6 +925,8 @@
     // The element of an index, for the other scripts of this world (list_find.js): no identity
     // check, STALE_REF only when it is gone.
     element: (idx, token) => get(idx, token, false),
+    // Cross-origin frames (see the top).
+    frameEl, frameBox: (slot, token) => contentBox(frameEl(slot, token)),
     // Closed shadow roots (see the top): the hosts to ask about (marked asked), then each root.
     takeUnasked: () => {
       const hosts = state.unasked;

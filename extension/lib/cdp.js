@@ -4,15 +4,19 @@
  * exactly one `tool.result{sessionId, callId, ok, result?, error?}` — or none at all when the host
  * cancelled the call (`cdp.cancel`: "never answers late").
  *
- *   cdp.send{sessionId, callId, tabId?, method, params, controlOwnerId?}
- *        attach chrome.debugger ("1.3") on first use, sendCommand, answer {tabId, result}
+ *   cdp.send{sessionId, callId, tabId?, method, params, controlOwnerId?, targetSessionId?}
+ *        attach chrome.debugger ("1.3") on first use, sendCommand, answer {tabId, result}.
+ *        targetSessionId (capability `cdp.targetSessions`, Chrome 125+): the command goes to that
+ *        child session of the tab ({tabId, sessionId}: an out-of-process iframe the host attached
+ *        with Target.setAutoAttach{flatten: true}); its events come back with the same field.
  *   tab.new / tab.activate / tab.list / tab.getActive / tab.close   answered with TabInfo(s)
  *   cdp.cancel{callId}          remember the id; the answer of that call is dropped
  *   control.release{ownerId}    forget the owner; detach tabs no other owner holds; clear the badge
  *
  * Events: chrome.debugger.onEvent is forwarded as `cdp.event{sessionId, tabId, method, params}` only
- * for domains the host enabled on that tab (`<Domain>.enable` / `.disable`; `Input` while
- * `Input.setInterceptDrags{enabled: true}` holds, for `Input.dragIntercepted`) and only to the session
+ * for domains the host enabled on that tab or child session (`<Domain>.enable` / `.disable`;
+ * `Input` while `Input.setInterceptDrags{enabled: true}` holds, for `Input.dragIntercepted`; `Target`
+ * while `Target.setAutoAttach{autoAttach: true}` holds, for `Target.attachedToTarget`) and only to the session
  * that last used the tab — not the v1 firehose. `Inspector.detached` is always forwarded to that
  * session, so the host learns a tab is gone from under it.
  *
@@ -46,6 +50,7 @@
  * @property {Set<string>} owners        controlOwnerIds that used it
  * @property {any} idleTimer
  * @property {string | undefined} [url] the tab's URL while attached (kept by tabs.onUpdated)
+ * @property {Map<string, Set<string>>} [children] enabled domains per child session (targetSessionId)
  * @property {boolean} [dialog]   a JavaScript dialog is open (see the module comment)
  * @property {boolean} [released] released by every owner while a dialog was open: detach once it closes
  */
@@ -250,17 +255,37 @@ export class CdpExecutor {
       }
     }
     this.touch(st);
-    const result = await this.chrome.debugger.sendCommand({ tabId }, msg.method, msg.params ?? {});
-    const m = /^([A-Za-z]+)\.(enable|disable)$/.exec(msg.method);
-    if (m && this.tabs.get(tabId) === st) {
-      if (m[2] === 'enable') st.domains.add(m[1]);
-      else st.domains.delete(m[1]);
-    } else if (msg.method === 'Input.setInterceptDrags' && this.tabs.get(tabId) === st) {
-      // Input has no enable: its one event (dragIntercepted) is wanted while drags are intercepted.
-      if (msg.params?.enabled) st.domains.add('Input');
-      else st.domains.delete('Input');
-    }
+    const child = typeof msg.targetSessionId === 'string' && msg.targetSessionId ? msg.targetSessionId : null;
+    const target = child ? { tabId, sessionId: child } : { tabId };
+    // Before the command: the events it causes at once (Target.attachedToTarget for the frames
+    // already there) are dispatched before its answer.
+    this.track(st, child, msg.method, msg.params);
+    const result = await this.chrome.debugger.sendCommand(target, msg.method, msg.params ?? {});
     return { tabId, result: result ?? {} };
+  }
+
+  /**
+   * Which domains' events the host wants, per tab and per child session.
+   * @param {TabState} st @param {string | null} child @param {string} method @param {any} params
+   */
+  track(st, child, method, params) {
+    let domains = st.domains;
+    if (child) {
+      st.children ??= new Map();
+      domains = st.children.get(child) ?? new Set();
+      st.children.set(child, domains);
+    }
+    const m = /^([A-Za-z]+)\.(enable|disable)$/.exec(method);
+    if (m) {
+      if (m[2] === 'enable') domains.add(m[1]);
+      else domains.delete(m[1]);
+    } else if (method === 'Input.setInterceptDrags' || method === 'Target.setAutoAttach') {
+      // No enable of their own: their events (dragIntercepted, attachedToTarget) are wanted
+      // while interception / auto-attaching is on.
+      const domain = method.split('.', 1)[0];
+      if (params?.enabled || params?.autoAttach) domains.add(domain);
+      else domains.delete(domain);
+    }
   }
 
   async defaultTabId() {
@@ -347,15 +372,29 @@ export class CdpExecutor {
     if (typeof tabId !== 'number') return;
     const st = this.tabs.get(tabId);
     if (!st) return;
+    if (!source?.sessionId) this.trackDialog(st, method); // a child session's Page is not the tab's
+    if (!st.sessionId) return;
+    const domain = method.split('.', 1)[0];
+    const child = typeof source?.sessionId === 'string' ? source.sessionId : null;
+    if (child) {
+      if (!st.children?.get(child)?.has(domain)) return;
+      this.sendToHost({ type: 'cdp.event', sessionId: st.sessionId, tabId, method, params: params ?? {}, targetSessionId: child });
+      return;
+    }
+    if (method === 'Target.detachedFromTarget' && typeof params?.sessionId === 'string') {
+      st.children?.delete(params.sessionId);
+    }
+    if (!st.domains.has(domain)) return;
+    this.sendToHost({ type: 'cdp.event', sessionId: st.sessionId, tabId, method, params: params ?? {} });
+  }
+
+  /** An open dialog keeps the tab attached (module comment). @param {TabState} st @param {string} method */
+  trackDialog(st, method) {
     if (method === 'Page.javascriptDialogOpening') st.dialog = true;
     else if (method === 'Page.javascriptDialogClosed') {
       st.dialog = false;
-      if (st.released && st.owners.size === 0) void this.detach(tabId);
+      if (st.released && st.owners.size === 0) void this.detach(st.tabId);
     }
-    if (!st.sessionId) return;
-    const domain = method.split('.', 1)[0];
-    if (!st.domains.has(domain)) return;
-    this.sendToHost({ type: 'cdp.event', sessionId: st.sessionId, tabId, method, params: params ?? {} });
   }
 
   /** @param {any} source @param {string} reason */

@@ -113,6 +113,21 @@ test('events are forwarded only for enabled domains and only to the session that
   assert.deepEqual(sent, []);
 });
 
+test('a child session (targetSessionId) gets its commands, and its enabled domains\' events come back marked', async () => {
+  const { cdp, fake, sent } = setup();
+  await cdp.handle(send('c1', 'Target.setAutoAttach', { params: { autoAttach: true, waitForDebuggerOnStart: false, flatten: true } }));
+  sent.length = 0;
+  fake.chrome.debugger.onEvent.emit({ tabId: 1 }, 'Target.attachedToTarget', { sessionId: 'S1', targetInfo: { type: 'iframe' } });
+  assert.equal(sent.length, 1); // Target events while auto-attaching
+  await cdp.handle(send('c2', 'Page.enable', { targetSessionId: 'S1' }));
+  assert.deepEqual(fake.commands.at(-1), { tabId: 1, sessionId: 'S1', method: 'Page.enable', params: {} });
+  sent.length = 0;
+  fake.chrome.debugger.onEvent.emit({ tabId: 1, sessionId: 'S1' }, 'Page.loadEventFired', { timestamp: 2 });
+  fake.chrome.debugger.onEvent.emit({ tabId: 1, sessionId: 'S1' }, 'Network.requestWillBeSent', {});
+  fake.chrome.debugger.onEvent.emit({ tabId: 1 }, 'Page.loadEventFired', {}); // the tab's Page is not on
+  assert.deepEqual(sent, [{ type: 'cdp.event', sessionId: S, tabId: 1, method: 'Page.loadEventFired', params: { timestamp: 2 }, targetSessionId: 'S1' }]);
+});
+
 test('Input events are forwarded while drags are intercepted', async () => {
   const { cdp, fake, sent } = setup();
   await cdp.handle(send('c1', 'Input.setInterceptDrags', { params: { enabled: true } }));

@@ -15,6 +15,9 @@ pattern are unit-tested).
   refused (STALE_REF). A row of 10,000 that is not rendered is found by scrolling, with progress.
 - Closed shadow roots: their controls are listed, typed into, checked and clicked.
 - Drag and drop by index: an HTML5 card onto a column, a pointer-driven sortable list reordered.
+- Cross-origin frames: a card form on another site (a child session of the tab, v2 only: on v1
+  the snapshot says it cannot be reached and how to get to it) and a cross-origin frame of the
+  same site (in the tab's own session, v1 too), listed in the same snapshot and used.
 """
 
 from __future__ import annotations
@@ -95,6 +98,20 @@ addEventListener('scroll', render, { passive: true });
 render();
 </script>
 """
+#: A checkout page whose card form is a frame of another site (localhost vs 127.0.0.1: out of
+#: process under site isolation) and whose newsletter box is a cross-origin frame of the same site.
+CHECKOUT = """<!doctype html><title>Checkout</title><h1>Checkout</h1><p id="out">nothing yet</p>
+<iframe src="{other}/card.html" style="width:420px;height:150px;border:4px solid #333"></iframe>
+<iframe src="{same}/news.html" style="width:300px;height:80px"></iframe>
+<script>
+addEventListener('message', (e) => {{ document.getElementById('out').textContent = e.data; }});
+</script>"""
+CARD = """<!doctype html><title>Card</title>
+<label>Card number <input autocomplete="cc-number"></label> <label>Name <input id="n"></label>
+<button onclick="parent.postMessage('paid by ' + document.getElementById('n').value, '*')">
+Pay</button>"""
+NEWS = """<!doctype html><title>News</title>
+<a href="#" onclick="parent.postMessage('subscribed', '*'); return false">Subscribe</a>"""
 #: Also served: closed_shadow.html (web components with closed shadow roots, one inside another,
 #: one on a plain div) and drag.html (an HTML5 board and a pointer-driven sortable list).
 HELPER_PAGES = REPO_ROOT / "tests" / "helpers" / "pages"
@@ -111,7 +128,13 @@ class World:
 @pytest.fixture(scope="module")
 def world(playwright: Playwright, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("pages")
+    other = Site(root / "other", {"card.html": CARD, "news.html": NEWS})
+    other_port = other.url.rsplit(":", 1)[1]
+    checkout = CHECKOUT.format(
+        other=f"http://localhost:{other_port}", same=f"http://127.0.0.1:{other_port}"
+    )
     pages = {"orders.html": ORDERS, "plain.html": PLAIN, "list.html": ORDER_LIST,
+             "checkout.html": checkout,
              "closed.html": (HELPER_PAGES / "closed_shadow.html").read_text(encoding="utf-8"),
              "drag.html": (HELPER_PAGES / "drag.html").read_text(encoding="utf-8")}  # fmt: skip
     site = Site(root / "site", pages)
@@ -129,6 +152,7 @@ def world(playwright: Playwright, tmp_path_factory: pytest.TempPathFactory) -> I
             yield World(browser, site)
     finally:
         site.close()
+        other.close()
 
 
 @pytest.fixture(scope="module", params=[2, 1], ids=["v2", "v1"])
@@ -303,3 +327,35 @@ def test_drag_index_moves_an_html5_card_and_reorders_a_pointer_list(
     assert reordered.ok and "pointer drag" in reordered.text, reordered
     log = client.ok("extract_text", {"selector": "#log"})
     assert "moved Write report to done;order Bravo,Charlie,Alpha,Delta;" in log, log
+
+
+# --------------------------------------------------------------------------------------------
+# Cross-origin frames
+
+
+def test_frames_of_other_origins_are_listed_and_used_or_said_unreachable(
+    world: World, client: ToolClient
+) -> None:
+    snap = open_tab(client, f"{world.site.url}/checkout.html")
+    assert re.search(r"^-- frame 2: 127\.0\.0\.1:\d+/news\.html \(cross-origin\) --$", snap, re.M)
+    client.ok("click_index", {"index": index_of(snap, '"Subscribe"')})
+    assert "subscribed" in client.ok("extract_text", {"selector": "#out"})
+    if world.protocol < 2:
+        assert re.search(
+            r"^# frame 1 localhost:\d+/card\.html \(cross-origin\): it runs in another process, "
+            r"which this connection cannot address, so its controls are not listed; open "
+            r"http://localhost:\d+/card\.html in a tab of its own",
+            snap,
+            re.M,
+        ), snap
+        return
+    assert re.search(r"^-- frame 1: localhost:\d+/card\.html \(another site\) --$", snap, re.M)
+    card = index_of(snap, '"Card number"')
+    assert (
+        card > 100_000
+        and "secret"
+        in snap.splitlines()[[ln.startswith(f"[{card}]") for ln in snap.splitlines()].index(True)]
+    )
+    client.ok("type_index", {"index": index_of(snap, '"Name"'), "text": "Ada"})
+    client.ok("click_index", {"index": index_of(snap, '"Pay"')})
+    assert "paid by Ada" in client.ok("extract_text", {"selector": "#out"})
