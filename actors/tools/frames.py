@@ -188,7 +188,9 @@ class Frames:
         if inspect.isawaitable(unsubscribe):
             unsubscribe = await unsubscribe
         try:
-            for attempt, wait_s in enumerate((0.3, _ATTACH_WAIT_S)):
+            # Attach events come before the answer (our extension forwards them first), so no
+            # event yet means auto-attach was on already: switch it off and on at once.
+            for attempt, wait_s in enumerate((0.0, _ATTACH_WAIT_S)):
                 if attempt:
                     await self.top.send(
                         "Target.setAutoAttach", _AUTO_ATTACH | {"autoAttach": False}
@@ -229,6 +231,7 @@ class FrameBlocks:
     listed: int = 0
     shown: int = 0
     new: int = 0
+    ms: float = 0.0  # time spent inside the frames' pages
 
 
 def _label(src: str) -> str:
@@ -276,4 +279,5 @@ async def frame_blocks(
         out.listed += int(res["listed"])
         out.shown += int(res["shown"])
         out.new += int(res["new"])
+        out.ms += float(res["ms"])
     return out

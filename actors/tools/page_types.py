@@ -47,7 +47,7 @@ class Snapshot:
     url: str
     title: str
     ready_state: str
-    elapsed_ms: float  # time spent inside the page
+    elapsed_ms: float  # time spent inside the page (and its cross-origin frames)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

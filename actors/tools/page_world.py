@@ -175,7 +175,7 @@ class PageWorld:
             url=value["url"],
             title=value["title"],
             ready_state=value["ready_state"],
-            elapsed_ms=value["ms"],
+            elapsed_ms=value["ms"] + extra.ms,
         )
 
     # --- resolution ----------------------------------------------------------------------------
