@@ -116,11 +116,15 @@ def register_page_tools(registry: Registry) -> None:
         lambda p, a, t: p.click_index(a.index, t),
     )  # fmt: skip
     _action(
-        "type_index", "Type text into element [index] (clears it first unless clear=false).",
+        "type_index", "Type text into element [index] (clears it first unless clear=false). "
+        "The field is read back: a date, time, month, colour or number field that does not take "
+        "keys gets the value its own picker would set (give dates as YYYY-MM-DD, times as "
+        "HH:MM); a field that ends up holding something else fails, saying what it holds.",
         TypeArgs, lambda p, a, t: p.type_index(a.index, t, a.text, clear=a.clear, submit=a.submit),
     )  # fmt: skip
     _action(
-        "select_index", "Choose an option of the select element [index] by value or label.",
+        "select_index", "Choose an option of the select element [index] by value or label "
+        "(read back: fails if the page refuses the choice).",
         SelectArgs, lambda p, a, t: p.select_index(a.index, t, a.value),
     )  # fmt: skip
     _action(

@@ -59,6 +59,7 @@ from typing import Any, Concatenate, ParamSpec
 
 from actors.tools.cdp import CdpError, CdpSession, ErrorCode
 from actors.tools.drag import drag_index
+from actors.tools.field_check import remember_field, typed_check
 from actors.tools.frames import slot_of
 from actors.tools.page_types import (
     ActionResult,
@@ -166,8 +167,10 @@ class PageTools(PageWorld):
     ) -> ActionResult:
         """Focus ``index`` by clicking, optionally clear it, type ``text``, optionally press Enter.
 
-        The typed text is never echoed in the result (it may be a secret); the element's value in
-        ``element`` is masked for password and card fields.
+        The field is read back (:mod:`actors.tools.field_check`): ``ok=False`` when it does not
+        hold what was typed, and then Enter is not pressed. The typed text is never echoed in the
+        result (it may be a secret); the element's value in ``element`` is masked for password
+        and card fields.
         """
         before = await self._before(index, doc_token)
         if not before["editable"]:
@@ -178,14 +181,16 @@ class PageTools(PageWorld):
             return self._failed("type", index, before, exc.message)
         if clear:
             await self._select_all_and_delete()
+        await remember_field(self, index, doc_token)
         if text:
             await self.cdp.send("Input.insertText", {"text": text}, page_changing=True)
+        took, check = await typed_check(self, index, doc_token, text, clear=clear)
+        submit = submit and took  # Enter on a field that did not take the text would send it
         if submit:
             await self._key("Enter", "Enter", 13, text="\r")
         typed = f"typed {len(text)} characters" + (" and pressed Enter" if submit else "")
-        return await self._report(
-            "type", index, doc_token, before, ", ".join(filter(None, [typed, note]))
-        )
+        notes = ", ".join(filter(None, [typed, note, check]))
+        return await self._report("type", index, doc_token, before, notes, ok=took)
 
     @_framed
     async def clear_index(self, index: int, doc_token: str) -> ActionResult:

@@ -909,6 +909,11 @@
     o.selected = true;
     el.dispatchEvent(new Event('input', { bubbles: true, composed: true }));
     el.dispatchEvent(new Event('change', { bubbles: true }));
+    if (el.value !== o.value) {  // read back: the page's own handler may refuse the choice
+      const now = el.selectedOptions[0];
+      return { ok: false, options: [], reason: 'the page put it back to ' +
+        JSON.stringify(now ? label(now) : '') + ' (it did not accept ' + JSON.stringify(label(o)) + ')' };
+    }
     return { ok: true, value: o.value, label: label(o) };
   }
 

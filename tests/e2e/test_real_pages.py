@@ -18,6 +18,9 @@ pattern are unit-tested).
 - Cross-origin frames: a card form on another site (a child session of the tab, v2 only: on v1
   the snapshot says it cannot be reached and how to get to it) and a cross-origin frame of the
   same site (in the tab's own session, v1 too), listed in the same snapshot and used.
+- Every action checks what it did: typing into date, time and number fields is read back (and
+  their picker's value set), a reformatting mask is accepted, a field that keeps less fails, a
+  select the page refuses fails.
 """
 
 from __future__ import annotations
@@ -136,7 +139,8 @@ def world(playwright: Playwright, tmp_path_factory: pytest.TempPathFactory) -> I
     pages = {"orders.html": ORDERS, "plain.html": PLAIN, "list.html": ORDER_LIST,
              "checkout.html": checkout,
              "closed.html": (HELPER_PAGES / "closed_shadow.html").read_text(encoding="utf-8"),
-             "drag.html": (HELPER_PAGES / "drag.html").read_text(encoding="utf-8")}  # fmt: skip
+             "drag.html": (HELPER_PAGES / "drag.html").read_text(encoding="utf-8"),
+             "fields.html": (HELPER_PAGES / "fields.html").read_text(encoding="utf-8")}  # fmt: skip
     site = Site(root / "site", pages)
     write_config(
         root / "home",
@@ -359,3 +363,23 @@ def test_frames_of_other_origins_are_listed_and_used_or_said_unreachable(
     client.ok("type_index", {"index": index_of(snap, '"Name"'), "text": "Ada"})
     client.ok("click_index", {"index": index_of(snap, '"Pay"')})
     assert "paid by Ada" in client.ok("extract_text", {"selector": "#out"})
+
+
+# --------------------------------------------------------------------------------------------
+# Every action checks what it did
+
+
+def test_typing_is_read_back_and_a_refused_choice_is_not_ok(
+    world: World, client: ToolClient
+) -> None:
+    snap = open_tab(client, f"{world.site.url}/fields.html")
+    for name, text in (('"Arrival"', "2025-12-31"), ('"Time"', "2:30 pm"), ('"Guests"', "1,200")):
+        client.ok("type_index", {"index": index_of(snap, name), "text": text})
+    log = client.ok("extract_text", {"selector": "#log"})
+    assert "date=2025-12-31;time=14:30;num=1200;" in log, log
+    phone = client.ok("type_index", {"index": index_of(snap, '"Phone"'), "text": "5551234567"})
+    assert "formats it as" in phone and "(555) 123-4567" in phone, phone
+    code = client.call("type_index", {"index": index_of(snap, '"Code"'), "text": "123456"})
+    assert code.outcome == "error" and "1234" in code.text, code
+    plan = client.call("select_index", {"index": index_of(snap, '"Plan"'), "value": "Gold"})
+    assert plan.outcome == "error" and "put it back" in plan.text, plan

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator
 
@@ -258,3 +259,35 @@ async def test_drag_index_drops_an_html5_card_and_reorders_a_pointer_sortable_li
     log = await tab.evaluate("document.getElementById('log').textContent")
     assert log == "moved Write report to done;order Bravo,Charlie,Alpha,Delta;", log
     assert tab.sent.count(("Input.setInterceptDrags", True)) == 4  # on and off, each drag
+
+
+async def test_typing_is_read_back_and_picker_fields_get_their_picker_value(
+    tab: CdpWsSession, pages: PageServer
+) -> None:
+    tools, snap = await open_page(tab, pages, "fields.html")
+
+    async def typed(name: str, text: str) -> tuple[bool, str]:
+        result = await tools.type_index(idx(snap, name), snap.doc_token, text)
+        return result.ok, result.to_text()
+
+    for name, field, text, value in (
+        ('"Arrival"', "date", "2025-12-31", "2025-12-31"),
+        ('"Time"', "time", "2:30 pm", "14:30"),
+        ('"Month"', "month", "2026-03", "2026-03"),
+        ('"Colour"', "color", "#FF8800", "#ff8800"),
+        ('"Guests"', "num", "1,200", "1200"),
+    ):
+        ok, text_out = await typed(name, text)
+        assert ok, text_out
+        got = await tab.evaluate(f"document.getElementById({json.dumps(field)}).value")
+        assert got == value, (name, got, text_out)
+    log = await tab.evaluate("document.getElementById('log').textContent")
+    assert log == "date=2025-12-31;time=14:30;month=2026-03;color=#ff8800;num=1200;", log
+    ok, text_out = await typed('"Phone"', "5551234567")
+    assert ok and 'formats it as "(555) 123-4567"' in text_out, text_out
+    ok, text_out = await typed('"Code"', "123456")
+    assert not ok and 'it holds "1234"' in text_out, text_out
+    ok, text_out = await typed('"Arrival"', "the day after tomorrow-ish")
+    assert not ok and "takes a date as YYYY-MM-DD" in text_out, text_out
+    sold = await tools.select_index(idx(snap, '"Plan"'), snap.doc_token, "Gold")
+    assert not sold.ok and 'put it back to "Basic"' in sold.to_text(), sold
