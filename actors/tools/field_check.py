@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from actors.tools.cdp import CdpError, ErrorCode
 from actors.tools.page_world import PageWorld
 
 __all__ = ["remember_field", "typed_check"]
@@ -27,7 +28,14 @@ async def typed_check(
     """Did the field take ``text``? (done, a note for the model; "" when it holds just that)."""
     args = f"{int(index)}, {json.dumps(doc_token)}, {json.dumps(text)}, {json.dumps(clear)}"
     # It may set the value the way the field's picker would: a change to the page.
-    res = await page._call(f"__browyField.typed({args})", page_changing=True)
+    try:
+        res = await page._call(f"__browyField.typed({args})", page_changing=True)
+    except CdpError as exc:
+        if exc.code is not ErrorCode.STALE_REF:
+            raise
+        # An editor that rebuilds its DOM on each key, or typing that navigated: the element
+        # is gone, and what it took cannot be read back.
+        return True, "the field was replaced while typing; not read back"
     shows = res.get("shows")
     held = f" (it shows {json.dumps(shows)})" if shows not in (None, "") else ""
     if res.get("fixed"):
