@@ -120,20 +120,23 @@ class TurnBrowser:
             self._pages[self.tab_id] = page
         return page
 
-    async def watch_dialogs(self) -> None:
+    async def watch_dialogs(self) -> bool:
         """Enable ``Page`` on the pinned tab (again after :data:`WATCH_EVERY_S`), so a dialog
-        that opens is reported to the host, which alone can then answer it."""
+        that opens is reported to the host, which alone can then answer it. False when the page
+        did not answer in :data:`WATCH_TIMEOUT_S` (a dialog nobody can answer, or a busy page)."""
         tab = self.tab_id
         now = time.monotonic()
         if tab is None or now - self._watched.get(tab, -WATCH_EVERY_S) < WATCH_EVERY_S:
-            return
+            return True
         try:
             await self.session().send("Page.enable", timeout=WATCH_TIMEOUT_S)
         except DialogOpen:
             pass  # one is open and known: the domain is on
-        except BrowyError:
-            return  # a page Browy may not drive, or one that does not answer: the tool will say
+        except BrowyError as exc:
+            # A page Browy may not drive (the tool will say), or one that does not answer.
+            return exc.code is not ErrorCode.REQUEST_TIMEOUT
         self._watched[tab] = now
+        return True
 
     def switch(self, tab_id: int) -> None:
         self.tab_id = tab_id

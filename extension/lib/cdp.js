@@ -27,7 +27,8 @@
  * JavaScript dialogs: only the debugger client that had `Page` enabled when a dialog opened can
  * answer it (`Page.handleJavaScriptDialog`); a client attached later is told "No dialog is
  * showing". So a tab with an open dialog (seen as `Page.javascriptDialogOpening` / `...Closed`) is
- * not detached — neither by `control.release` nor when idle — until the dialog closes.
+ * not detached — neither by `control.release` nor when idle — until the dialog closes; and a
+ * released tab stays attached `releaseGraceMs` (2 s) in case the last action opens one late.
  *
  * Idle tabs are detached after `idleDetachMs` without calls so Chrome's "started debugging this
  * browser" bar does not linger. On a lost native connection, `connectionLost()` detaches
@@ -95,6 +96,7 @@ export function tabInfo(tab) {
  * @property {any} [chromeApi]
  * @property {(msg: Msg) => void} send                  to the host (NativeConnection.send)
  * @property {number} [idleDetachMs]
+ * @property {number} [releaseGraceMs]   how long a released tab stays attached (a dialog may follow)
  * @property {number} [cancelledLimit]
  * @property {string} [badgeText]
  * @property {{setTimeout: typeof setTimeout, clearTimeout: typeof clearTimeout}} [timers]
@@ -106,6 +108,7 @@ export class CdpExecutor {
     this.chrome = opts.chromeApi ?? /** @type {any} */ (globalThis).chrome;
     this.sendToHost = opts.send;
     this.idleDetachMs = opts.idleDetachMs ?? 60_000;
+    this.releaseGraceMs = opts.releaseGraceMs ?? 2_000;
     this.cancelledLimit = opts.cancelledLimit ?? 1000;
     this.badgeText = opts.badgeText ?? 'AI';
     this.timers = opts.timers ?? {
@@ -352,9 +355,22 @@ export class CdpExecutor {
     for (const st of [...this.tabs.values()]) {
       if (!st.owners.delete(ownerId)) continue;
       // Another turn still holding the tab keeps it (and its enabled domains) attached; so does
-      // an open dialog, which only this attachment can answer (detached when it closes).
-      if (st.owners.size === 0 && st.dialog) st.released = true;
-      else if (st.owners.size === 0) jobs.push(this.detach(st.tabId));
+      // an open dialog, which only this attachment can answer (detached when it closes), and
+      // for `releaseGraceMs` the chance of one: the last action may open it a moment later (a
+      // timer after a click), and a dialog that opens with nobody attached nobody can answer.
+      if (st.owners.size > 0) continue;
+      st.released = true;
+      jobs.push(this.setBadge(st.tabId, ''));
+      if (st.dialog) continue;
+      if (this.releaseGraceMs <= 0) {
+        jobs.push(this.detach(st.tabId));
+        continue;
+      }
+      this.timers.setTimeout(() => {
+        if (this.tabs.get(st.tabId) === st && st.released && st.owners.size === 0 && !st.dialog) {
+          void this.detach(st.tabId);
+        }
+      }, this.releaseGraceMs);
     }
     await Promise.all(jobs);
   }

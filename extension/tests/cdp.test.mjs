@@ -8,7 +8,7 @@ function setup(tabs) {
   const fake = createFakeChrome(tabs ? { tabs } : {});
   const timers = createFakeTimers();
   /** @type {any[]} */ const sent = [];
-  const cdp = new CdpExecutor({ chromeApi: fake.chrome, send: (m) => sent.push(m), timers, idleDetachMs: 60_000 });
+  const cdp = new CdpExecutor({ chromeApi: fake.chrome, send: (m) => sent.push(m), timers, idleDetachMs: 60_000, releaseGraceMs: 0 });
   cdp.start();
   return { fake, timers, sent, cdp };
 }
@@ -159,6 +159,30 @@ test('control.release keeps a tab another owner still holds', async () => {
   assert.deepEqual(fake.detachCalls, []);
   await cdp.handle({ type: 'control.release', ownerId: 't-2' });
   assert.deepEqual(fake.detachCalls, [1]);
+});
+
+test('a released tab stays attached a moment, and a dialog opening then keeps it until it closes', async () => {
+  const fake = createFakeChrome({});
+  const timers = createFakeTimers();
+  /** @type {any[]} */ const sent = [];
+  const cdp = new CdpExecutor({ chromeApi: fake.chrome, send: (m) => sent.push(m), timers, releaseGraceMs: 2_000 });
+  cdp.start();
+  await cdp.handle(send('c1', 'Page.enable', { controlOwnerId: 't-1' }));
+  await cdp.handle({ type: 'control.release', ownerId: 't-1' });
+  assert.equal(fake.badges[1], ''); // the indicator goes at once
+  timers.advance(1_000);
+  fake.chrome.debugger.onEvent.emit({ tabId: 1 }, 'Page.javascriptDialogOpening', { type: 'alert', message: 'Later!' });
+  timers.advance(5_000);
+  await flush();
+  assert.deepEqual(fake.detachCalls, []);
+  fake.chrome.debugger.onEvent.emit({ tabId: 1 }, 'Page.javascriptDialogClosed', { result: true });
+  await flush();
+  assert.deepEqual(fake.detachCalls, [1]);
+  await cdp.handle(send('c2', 'Runtime.evaluate', { controlOwnerId: 't-2' }));
+  await cdp.handle({ type: 'control.release', ownerId: 't-2' });
+  timers.advance(2_000);
+  await flush();
+  assert.deepEqual(fake.detachCalls, [1, 1]); // no dialog: detached after the grace
 });
 
 test('a tab with an open dialog stays attached through release and idleness until it closes', async () => {
