@@ -5,7 +5,11 @@ Playwright connects to the same browser over CDP (no ``playwright install``).
 
 Pages of 100, 1,000 and 5,000 interactive controls of ten kinds, ~9% hidden (display:none or
 visibility:hidden), most of them far below the fold, ~5% in an open shadow root and ~5% in a
-same-origin iframe. Each control's name carries ``v<n>`` (visible) or ``h<n>`` (hidden), so the
+same-origin iframe; and the 1,000 and 5,000 pages again with that 5% in three cross-origin frames
+instead (``+xf``: two of another site — ``localhost`` vs ``127.0.0.1``, out of process under site
+isolation, reached through child sessions — and one of the same site on another port).
+
+Each control's name carries ``v<n>`` (visible) or ``h<n>`` (hidden), so the
 generator's own knowledge is the ground truth: coverage = visible names listed / visible controls,
 false positives = hidden names listed.
 """
@@ -51,8 +55,13 @@ def _row(i: int) -> tuple[str, bool]:
     return f"<div class=row{style}><span>Row {i} text</span> {_control(i, hidden)}</div>", hidden
 
 
-def generate(n: int) -> tuple[str, int]:
-    """HTML with ``n`` controls; returns (html, number of truly visible controls)."""
+#: Where the cross-origin frames of a ``+xf`` page come from: {other} and {same} are filled in.
+XF_ORIGINS = ("{other}", "{other}", "{same}")
+
+
+def generate(n: int, *, xframes: bool = False) -> tuple[str, int, dict[str, str]]:
+    """HTML with ``n`` controls; returns (html, number of truly visible controls, the frame
+    documents by file name). ``xframes``: the frame rows go into three cross-origin frames."""
     n_shadow = max(1, n // 20)
     n_frame = max(1, n // 20)
     rows: list[str] = []
@@ -74,7 +83,24 @@ def generate(n: int) -> tuple[str, int]:
         visible += not hidden
     css = ".row{height:28px} .ptr{cursor:pointer;display:inline-block}"
     frame_doc = f"<style>{css} body{{margin:0}}</style>" + "".join(frame_rows)
-    frame_doc = frame_doc.replace("&", "&amp;").replace('"', "&quot;")
+    docs: dict[str, str] = {}
+    if xframes:
+        third = -(-len(frame_rows) // 3)
+        frames_html = ""
+        for j, origin in enumerate(XF_ORIGINS):
+            part = frame_rows[j * third : (j + 1) * third]
+            name = f"bench_{n}_xf{j}.html"
+            docs[name] = f"<!doctype html><style>{css} body{{margin:0}}</style>" + "".join(part)
+            frames_html += (
+                f'<iframe src="{origin}/{name}" style="width:600px;'
+                f'height:{28 * len(part) + 10}px;border:0"></iframe>'
+            )
+    else:
+        srcdoc = frame_doc.replace("&", "&amp;").replace('"', "&quot;")
+        frames_html = (
+            f'<iframe srcdoc="{srcdoc}" style="width:600px;height:{28 * len(frame_rows) + 10}px;'
+            'border:0"></iframe>'
+        )
     # Put shadow and iframe content near the top so some of it is in the viewport.
     head = rows[:5]
     tail = rows[5:]
@@ -83,8 +109,7 @@ def generate(n: int) -> tuple[str, int]:
         f"<style>{css}</style></head><body>"
         + "".join(head)
         + '<div id="host"></div>'
-        + f'<iframe srcdoc="{frame_doc}" style="width:600px;height:{28 * len(frame_rows) + 10}px;'
-        'border:0"></iframe>'
+        + frames_html
         + "".join(tail)
         + "<template id=sh>"
         + f"<style>{css}</style>"
@@ -93,7 +118,7 @@ def generate(n: int) -> tuple[str, int]:
         ".appendChild(document.getElementById('sh').content.cloneNode(true));</script>"
         "</body></html>"
     )
-    return page, visible
+    return page, visible, docs
 
 
 _NAME = re.compile(r"\b([vh])(\d+)\b")
@@ -108,18 +133,24 @@ def _names(text: str) -> tuple[set[int], set[int]]:
 
 
 async def _bench_one(
-    n: int, base_http: str, page_url: str, visible: int, pw_browser: Any
+    n: int | str, base_http: str, page_url: str, visible: int, pw_browser: Any
 ) -> dict[str, Any]:
     from actors.tools.page import PageTools
     from tests.helpers.cdp_ws import CdpWsSession
 
     tab = await CdpWsSession.open(base_http)
     try:
-        await tab.navigate(page_url)
-        tools = PageTools(tab)
-        t0 = time.perf_counter()
-        cold = await tools.inspect_page()
-        cold_wall = (time.perf_counter() - t0) * 1000
+        # Cold: the first snapshot of a freshly loaded document (a new isolated world, new frame
+        # worlds); the median of three loads, as the machine may be shared.
+        colds: list[tuple[float, float, Any]] = []
+        for _ in range(3):
+            await tab.navigate(page_url)
+            tools = PageTools(tab)
+            t0 = time.perf_counter()
+            snap = await tools.inspect_page()
+            colds.append((snap.elapsed_ms, (time.perf_counter() - t0) * 1000, snap))
+        colds.sort(key=lambda c: c[0])
+        _, cold_wall, cold = colds[1]
         warm_ms = []
         for _ in range(5):
             warm_ms.append((await tools.inspect_page()).elapsed_ms)
@@ -180,28 +211,40 @@ async def _run() -> list[dict[str, Any]]:
     from tests.helpers.chromium import Chromium, PageServer
 
     results = []
-    with tempfile.TemporaryDirectory() as tmp, Chromium.launched() as browser:
+    cases: list[tuple[int | str, int, bool]] = [(100, 100, False), (1000, 1000, False),
+                                                (5000, 5000, False), ("1000+xf", 1000, True),
+                                                ("5000+xf", 5000, True)]  # fmt: skip
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Chromium.launched() as browser,
+        PageServer(Path(tmp)) as srv,
+        PageServer(Path(tmp)) as other,
+    ):
+        port = other.httpd.server_address[1]
         visible_by_n = {}
-        for n in (100, 1000, 5000):
-            html, visible_by_n[n] = generate(n)
+        for name, n, xf in cases:
+            html, visible_by_n[name], docs = generate(n, xframes=xf)
+            html = html.replace("{other}", f"http://localhost:{port}")
+            html = html.replace("{same}", f"http://127.0.0.1:{port}")
             # Written before the event loop has anything else to do: blocking is harmless here.
-            Path(tmp, f"bench_{n}.html").write_text(html, encoding="utf-8")  # noqa: ASYNC240
-        with PageServer(Path(tmp)) as srv:
-            async with async_playwright() as p:
-                pw_browser = await p.chromium.connect_over_cdp(browser.http_base)
-                try:
-                    for n in (100, 1000, 5000):
-                        results.append(
-                            await _bench_one(
-                                n,
-                                browser.http_base,
-                                srv.url(f"bench_{n}.html"),
-                                visible_by_n[n],
-                                pw_browser,
-                            )
+            Path(tmp, f"bench_{name}.html").write_text(html, encoding="utf-8")  # noqa: ASYNC240
+            for doc, text in docs.items():
+                Path(tmp, doc).write_text(text, encoding="utf-8")  # noqa: ASYNC240
+        async with async_playwright() as p:
+            pw_browser = await p.chromium.connect_over_cdp(browser.http_base)
+            try:
+                for name, _n, _xf in cases:
+                    results.append(
+                        await _bench_one(
+                            name,
+                            browser.http_base,
+                            srv.url(f"bench_{name}.html"),
+                            visible_by_n[name],
+                            pw_browser,
                         )
-                finally:
-                    await pw_browser.close()
+                    )
+            finally:
+                await pw_browser.close()
     return results
 
 
@@ -250,7 +293,7 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     results = asyncio.run(_run())
     print(_table(results))
-    goals = {1000: 50.0, 5000: 100.0}
+    goals: dict[int | str, float] = {1000: 50.0, 5000: 100.0, "1000+xf": 50.0, "5000+xf": 100.0}
     for r in results:
         if r["n"] in goals:
             ok = r["cold_in_page"] <= goals[r["n"]]

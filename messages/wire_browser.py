@@ -37,6 +37,9 @@ class CdpSend(_BrowserCall):
     tab_id: int | None = None
     method: str
     params: dict[str, Any] = Field(default_factory=dict)
+    #: v2 with the ``cdp.targetSessions`` capability: a child session of the tab (an
+    #: out-of-process iframe attached by ``Target.setAutoAttach{flatten}``), not Browy's session.
+    target_session_id: str | None = None
 
 
 class TabNew(_BrowserCall):

@@ -174,6 +174,7 @@ class CdpEvent(InboundModel):
     tab_id: int | None = None
     method: str
     params: dict[str, Any] = Field(default_factory=dict)
+    target_session_id: str | None = None  # v2 cdp.targetSessions: from that child session
 
 
 class AuthSignin(InboundModel):

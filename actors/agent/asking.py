@@ -39,7 +39,7 @@ from actors.tools.tool_def import ApprovalRequestInfo
 from actors.tools.user_tools import AskUserArgs
 from messages.errors import BrowyError, ErrorCode
 from messages.wire_inbound import ApprovalResponse, UserAnswer
-from messages.wire_outbound import ApprovalRequest, AskOption, UserAsk
+from messages.wire_outbound import ApprovalRequest, AskOption, EventActivity, UserAsk
 
 __all__ = ["UserAsking"]
 
@@ -155,6 +155,14 @@ class UserAsking:
         if info.remember:
             self.prompts.remember(entry.scope, ticket.session_id, info.tool, origin, decision)
         return bool(decision != "deny")
+
+    async def progress(self, ticket: TurnTicket, text: str) -> None:
+        """How a long tool call is going: ``event.activity{status.thinking, text}`` to the
+        session (the panel's status line; an MCP client's progress notification)."""
+        await self._outbox.emit(
+            ticket.session_id,
+            EventActivity(session_id=ticket.session_id, event="status.thinking", text=text[:300]),
+        )
 
     async def ask_user(self, ticket: TurnTicket, args: AskUserArgs) -> tuple[Any, bool]:
         ask_id, fut = self.prompts.open_ask(ticket.session_id)

@@ -37,7 +37,7 @@ from actors.agent.model_side import ModelSide
 from actors.agent.sessions import Sessions
 from actors.agent.tool_calls import ToolCalls
 from actors.agent.turn_launch import TurnLauncher
-from actors.browser.cdp_proxy import Answered, ConnectionLost, EventArrived, ProxyMsg
+from actors.browser.proxy_messages import Answered, ConnectionLost, EventArrived, ProxyMsg
 from actors.browser.tabs import BrowserCalls
 from actors.link.link_writer import ConnectionInfo, LinkWriter
 from actors.runtime.actor import Actor
@@ -115,7 +115,14 @@ log = logging.getLogger(__name__)
 
 #: Extension protocol levels this host speaks (protocol.md: v1 and v2).
 SERVER_PROTOCOLS = (1, 2)
-SERVER_CAPABILITIES = ("chat.queue", "approvals", "user.ask", "cdp.cancel", "control.release")
+SERVER_CAPABILITIES = (
+    "chat.queue",
+    "approvals",
+    "user.ask",
+    "cdp.cancel",
+    "control.release",
+    "cdp.targetSessions",
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -327,8 +334,9 @@ class Connection(Actor[Inbound]):
         self.info.protocol = max(common)
         self.info.install_id = hello.install_id
         self.info.client = hello.client
-        self.info.capabilities = frozenset(hello.capabilities or ())
         self.info.browser = hello.browser or ""
+        if self.info.protocol >= 2:
+            self.info.capabilities = frozenset(hello.capabilities or ())
         if self.info.protocol >= 2:
             await self.send(
                 HelloAck(

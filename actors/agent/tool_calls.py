@@ -126,6 +126,9 @@ class ToolCalls:
         async def ask(question: AskUserArgs) -> tuple[Any, bool]:
             return await self._asking.ask_user(ticket, question)
 
+        async def progress(text: str) -> None:
+            await self._asking.progress(ticket, text)
+
         run_ticket = RunTicket(asyncio.get_running_loop().create_future())
         run = RunTool(
             session_id=ticket.session_id,
@@ -138,6 +141,7 @@ class ToolCalls:
             ticket=run_ticket,
             approve=approve,
             ask_user=ask if ticket.protocol >= 2 else None,
+            progress=progress,
         )
         try:
             await self._worker.ask(run, timeout=START_TIMEOUT_S)

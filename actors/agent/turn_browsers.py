@@ -40,6 +40,7 @@ class _Kept:
     tab_id: int
     tokens: dict[int, str] = field(default_factory=dict)
     secret_indices: dict[int, set[int]] = field(default_factory=dict)
+    frame_tokens: dict[int, dict[int, str]] = field(default_factory=dict)
 
 
 class TurnBrowsers:
@@ -67,6 +68,7 @@ class TurnBrowsers:
             ticket.turn_id,
             window_id=entry.window_id,
             group=client.name if client is not None and _groups(link) else None,
+            child_sessions=link.info.target_sessions,
         )
         kept = await self._kept_tab(ticket.session_id, tabs) if entry.browser_link_id else None
         if client is not None and kept is not None and kept.tab_id not in client.tabs:
@@ -83,6 +85,7 @@ class TurnBrowsers:
         if kept is not None:
             browser.tokens.update(kept.tokens)
             browser.secret_indices.update({k: set(v) for k, v in kept.secret_indices.items()})
+            browser.frame_tokens.update({k: dict(v) for k, v in kept.frame_tokens.items()})
         if client is None and entry.browser_link_id is not None and browser.tab_id is not None:
             await self._asking.take_control(entry.link.link_id, link, browser.tab_id)
         return browser
@@ -110,6 +113,7 @@ class TurnBrowsers:
             tab_id=browser.tab_id,
             tokens=dict(browser.tokens),
             secret_indices={k: set(v) for k, v in browser.secret_indices.items()},
+            frame_tokens={k: dict(v) for k, v in browser.frame_tokens.items()},
         )
 
     def kept_tab(self, session_id: str) -> int | None:

@@ -5,13 +5,17 @@ One per connection (architecture.md section 2), a child of that link's superviso
 - the connection's :class:`~actors.browser.call_table.CallTable` — every ``cdp.send`` / ``tab.*``
   it sends is opened there first and settles exactly once (answered, timed out, cancelled, lost);
 - the v2 ``cdp.cancel`` of a call the host gave up on, and ``control.release`` when a turn ends;
-- the fan-out of ``cdp.event`` to the tools that subscribed (console and network buffers).
+- the fan-out of ``cdp.event`` to the tools that subscribed (console and network buffers);
+- the open JavaScript dialogs of its tabs (:mod:`actors.tools.dialogs`): a dialog that opens fails
+  the calls waiting on its tab at once (``DialogOpen``, v2 ``cdp.cancel``), and a call opened while
+  it is open fails before it is sent — a blocked page would otherwise hold each one to its deadline.
 
 Callers (:mod:`actors.browser.tabs`) talk to it by messages only: :class:`OpenCall`,
-:class:`GiveUp`, :class:`Subscribe` / :class:`Unsubscribe`, :class:`ReleaseControl`; the
-Connection tells it :class:`Answered` and :class:`EventArrived`. The one thing that stays off the
-mailbox is each call's reply: the caller hands in a :class:`CallTicket` (its future), and the proxy
-settles it — a second mailbox hop per answer would buy nothing.
+:class:`GiveUp`, :class:`Subscribe` / :class:`Unsubscribe`, :class:`ReleaseControl`,
+:class:`GetDialog` (all in :mod:`actors.browser.proxy_messages`); the Connection tells it
+:class:`Answered` and :class:`EventArrived`. The one thing that stays off the mailbox is each
+call's reply: the caller hands in a :class:`CallTicket` (its future), and the proxy settles it — a
+second mailbox hop per answer would buy nothing.
 
 **The ticket rule** (why no call is ever reported "not sent" after it was sent): the caller marks
 its ticket ``abandoned`` before it reads ``sent``; the proxy sets ``sent`` just before it writes
@@ -30,17 +34,31 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
 from actors.browser.call_table import CallState, CallTable
+from actors.browser.proxy_messages import (
+    TAB_OPS,
+    Answered,
+    CallTicket,
+    ConnectionLost,
+    EventArrived,
+    GetDialog,
+    GiveUp,
+    OpenCall,
+    ProxyMsg,
+    ReleaseControl,
+    Subscribe,
+    Subscriptions,
+    Unsubscribe,
+)
 from actors.link.link_writer import ConnectionInfo, LinkWriter
 from actors.runtime.actor import Actor
 from actors.runtime.ref import Overflow
 from actors.tools.cdp import BrowserCallError
+from actors.tools.dialogs import PASS_WHILE_OPEN, DialogOpen
 from messages.errors import ErrorCode, FrameTooLarge, LocalError
 from messages.wire_browser import (
     CdpCancel,
@@ -54,143 +72,9 @@ from messages.wire_browser import (
 )
 from messages.wire_inbound import CdpEvent, ToolResult
 
-__all__ = [
-    "TAB_OPS",
-    "Answered",
-    "CDPProxy",
-    "CallTicket",
-    "EventArrived",
-    "EventCallback",
-    "GiveUp",
-    "OpenCall",
-    "ProxyMsg",
-    "ReleaseControl",
-    "Subscribe",
-    "Subscriptions",
-    "Unsubscribe",
-]
+__all__ = ["CDPProxy"]
 
 log = logging.getLogger(__name__)
-
-EventCallback = Callable[[CdpEvent], None]
-
-#: The ``tab.*`` operations (protocol.md sections 3-4).
-TAB_OPS = frozenset({"tab.new", "tab.activate", "tab.list", "tab.getActive", "tab.close"})
-
-
-class CallTicket:
-    """A caller's handle on one browser call: its reply future and the ticket rule's two flags."""
-
-    __slots__ = ("abandoned", "call_id", "deadline", "future", "page_changing", "sent")
-
-    def __init__(self, future: asyncio.Future[ToolResult], *, deadline: float, page_changing: bool):
-        self.future = future
-        self.deadline = deadline  # loop time; a call opened later is not sent
-        self.page_changing = page_changing
-        self.call_id: str | None = None
-        self.sent = False
-        self.abandoned = False
-
-    def fail(self, exc: BaseException) -> None:
-        if not self.future.done():
-            self.future.set_exception(exc)
-            self.future.exception()  # retrieved: the caller may have stopped waiting
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class OpenCall:
-    """Send one ``cdp.send`` (``op`` is the CDP method) or ``tab.*`` (``op`` is the type)."""
-
-    ticket: CallTicket
-    session_id: str
-    op: str
-    tab_id: int | None = None
-    params: dict[str, Any] = field(default_factory=dict)
-    owner_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GiveUp:
-    """The caller stopped waiting (``TIMED_OUT`` or ``CANCELLED``): settle it, v2 ``cdp.cancel``."""
-
-    ticket: CallTicket
-    state: CallState
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Answered:
-    """The extension's ``tool.result`` arrived."""
-
-    result: ToolResult
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EventArrived:
-    """A ``cdp.event`` arrived."""
-
-    event: CdpEvent
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Subscribe:
-    """Call ``callback`` for each event of ``session_id`` (and ``tab_id``; None = any tab).
-    Answered with a token for :class:`Unsubscribe`."""
-
-    session_id: str
-    tab_id: int | None
-    callback: EventCallback
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Unsubscribe:
-    token: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReleaseControl:
-    """The turn ``owner_id`` ended: v2 ``control.release`` (settles nothing); v1: nothing."""
-
-    owner_id: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConnectionLost:
-    """The link went away: fail every pending call; later calls fail at once (section 5)."""
-
-
-ProxyMsg = (
-    OpenCall
-    | GiveUp
-    | Answered
-    | EventArrived
-    | Subscribe
-    | Unsubscribe
-    | ReleaseControl
-    | ConnectionLost
-)
-
-
-class Subscriptions:
-    """The link's CDP event subscribers, kept across CDPProxy restarts. Plain data."""
-
-    def __init__(self) -> None:
-        self._tokens = itertools.count(1)
-        self.entries: dict[int, tuple[str, int | None, EventCallback]] = {}
-
-    def add(self, session_id: str, tab_id: int | None, callback: EventCallback) -> int:
-        token = next(self._tokens)
-        self.entries[token] = (session_id, tab_id, callback)
-        return token
-
-    def remove(self, token: int) -> None:
-        self.entries.pop(token, None)
-
-    def matching(self, event: CdpEvent) -> list[EventCallback]:
-        return [
-            cb
-            for sid, tab, cb in self.entries.values()
-            if sid == event.session_id and (tab is None or tab == event.tab_id)
-        ]
 
 
 class CDPProxy(Actor[ProxyMsg]):
@@ -228,6 +112,8 @@ class CDPProxy(Actor[ProxyMsg]):
             return self._subs.add(msg.session_id, msg.tab_id, msg.callback)
         elif isinstance(msg, Unsubscribe):
             self._subs.remove(msg.token)
+        elif isinstance(msg, GetDialog):
+            return self._subs.dialogs.get(msg.tab_id)
         elif isinstance(msg, ReleaseControl):
             if self._info.v2 and not self._lost:
                 await self._send_quietly(ControlRelease(owner_id=msg.owner_id))
@@ -246,6 +132,10 @@ class CDPProxy(Actor[ProxyMsg]):
             return
         if self._lost:
             ticket.fail(BrowserCallError(ErrorCode.CONNECTION_LOST, "connection already lost"))
+            return
+        dialog = self._subs.dialogs.get(msg.tab_id) if msg.op not in TAB_OPS else None
+        if dialog is not None and msg.op not in PASS_WHILE_OPEN:
+            ticket.fail(DialogOpen(dialog, msg.op, sent=False))  # it would wait for its deadline
             return
         if msg.op == "tab.close" and not self._info.v2:
             # v1 has no tab.close: Page.close on that tab (protocol.md section 3b).
@@ -295,7 +185,16 @@ class CDPProxy(Actor[ProxyMsg]):
         }
         args = msg.params
         if msg.op not in TAB_OPS:
-            return CdpSend(**common, tab_id=msg.tab_id, method=msg.op, params=args)
+            if msg.target_session is not None and not self._info.target_sessions:
+                # protocol.md section 4: only after the extension's hello offered it.
+                raise ValueError("this browser connection cannot address child sessions")
+            return CdpSend(
+                **common,
+                tab_id=msg.tab_id,
+                method=msg.op,
+                params=args,
+                target_session_id=msg.target_session,
+            )
         if msg.op == "tab.new":
             return TabNew(
                 **common, url=args.get("url"), active=args.get("active"), group=args.get("group")
@@ -313,6 +212,9 @@ class CDPProxy(Actor[ProxyMsg]):
         call = self.table.answer(result.call_id, result.session_id)
         if call is None:
             return
+        if call.op == "Page.handleJavaScriptDialog" and result.ok:
+            # Answered: the dialog is gone now, whether or not its Closed event came first.
+            self._subs.dialogs.clear(call.tab_id)
         ticket: CallTicket = call.waiter
         if not ticket.future.done():
             ticket.future.set_result(result)
@@ -341,11 +243,28 @@ class CDPProxy(Actor[ProxyMsg]):
     # --- events -----------------------------------------------------------------------------
 
     def _fan_out(self, event: CdpEvent) -> None:
+        opened = None
+        if event.target_session_id is None:  # a child session's Page is not the tab's
+            opened = self._subs.dialogs.on_event(event.tab_id, event.method, event.params)
+        if event.method.startswith("Page.javascriptDialog"):
+            log.info("tab %s: %s %s", event.tab_id, event.method, event.params.get("type", ""))
+        if opened is not None:
+            self._blocked(event.tab_id, opened)
         for callback in self._subs.matching(event):
             try:
                 callback(event)
             except Exception:
                 log.exception("cdp.event subscriber failed on %s", event.method)
+
+    def _blocked(self, tab_id: int | None, dialog: Any) -> None:
+        """A dialog opened on ``tab_id``: its waiting calls end now (the page answers none of them
+        until the dialog closes); their late answers are dropped (v2: never sent)."""
+        for call in list(self.table.pending.values()):
+            if call.tab_id != tab_id or call.op in TAB_OPS or call.op in PASS_WHILE_OPEN:
+                continue
+            ticket: CallTicket = call.waiter
+            self._give_up(ticket, CallState.CANCELLED)
+            ticket.fail(DialogOpen(dialog, call.op, sent=ticket.sent))
 
     # --- output -----------------------------------------------------------------------------
 

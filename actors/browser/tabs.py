@@ -20,8 +20,9 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from actors.browser.call_table import CallState
-from actors.browser.cdp_proxy import (
+from actors.browser.proxy_messages import (
     CallTicket,
+    GetDialog,
     GiveUp,
     OpenCall,
     ProxyMsg,
@@ -32,6 +33,7 @@ from actors.browser.cdp_proxy import (
 from actors.runtime.errors import ActorError
 from actors.runtime.live_ref import LiveRef
 from actors.tools.cdp import BrowserCallError
+from actors.tools.dialogs import OpenDialog
 from messages.errors import ErrorCode
 from messages.wire_inbound import ToolResult
 
@@ -59,11 +61,14 @@ class BrowserCalls:
         page_changing: bool,
         timeout: float,
         owner_id: str | None,
+        target_session: str | None = None,
     ) -> dict[str, Any]:
-        """Run one CDP command in ``tab_id`` and return CDP's raw ``result`` object."""
+        """Run one CDP command in ``tab_id`` (or in its child session ``target_session``) and
+        return CDP's raw ``result`` object."""
         answer = await self._call(
-            session_id, method, tab_id, params or {}, owner_id, page_changing, timeout
-        )
+            session_id, method, tab_id, params or {}, owner_id, page_changing, timeout,
+            target_session,
+        )  # fmt: skip
         result = answer.result
         # tool.result for cdp.send carries {tabId, result: <raw CDP result>} (protocol.md 2).
         if isinstance(result, dict):
@@ -106,6 +111,7 @@ class BrowserCalls:
         owner_id: str | None,
         page_changing: bool,
         timeout: float,
+        target_session: str | None = None,
     ) -> ToolResult:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -117,6 +123,7 @@ class BrowserCalls:
             tab_id=tab_id,
             params=params,
             owner_id=owner_id,
+            target_session=target_session,
         )
         try:
             async with asyncio.timeout_at(deadline):
@@ -178,6 +185,14 @@ class BrowserCalls:
 
         return unsubscribe
 
+    async def dialog(self, tab_id: int) -> OpenDialog | None:
+        """The JavaScript dialog open on ``tab_id``, as this connection's events told it."""
+        try:
+            found = await self.proxy.ask(GetDialog(tab_id=tab_id), timeout=5.0)
+        except (ActorError, LookupError, TimeoutError):
+            return None
+        return found if isinstance(found, OpenDialog) else None
+
     async def release(self, owner_id: str) -> None:
         """The turn ``owner_id`` ended: v2 ``control.release``; nothing if the link is gone."""
         with contextlib.suppress(ActorError, LookupError):
@@ -194,15 +209,34 @@ def _error_from_text(text: str) -> BrowserCallError:
 class TabCdpSession:
     """The ``CdpSession`` seam (actors/tools/cdp.py) over :class:`BrowserCalls`, bound to one
     tab. Also offers :meth:`subscribe` for that tab's CDP events (``callback(method, params)``).
+
+    ``child(target_session)`` is the same tab's child session (an out-of-process iframe), where
+    ``child_sessions`` says the connection can address them (v2 ``cdp.targetSessions``).
     """
 
     def __init__(
-        self, calls: BrowserCalls, session_id: str, tab_id: int | None, owner_id: str | None
+        self,
+        calls: BrowserCalls,
+        session_id: str,
+        tab_id: int | None,
+        owner_id: str | None,
+        *,
+        child_sessions: bool = False,
+        target_session: str | None = None,
     ) -> None:
         self.calls = calls
         self.session_id = session_id
         self.tab_id = tab_id
         self.owner_id = owner_id
+        self.child_sessions = child_sessions
+        self.target_session = target_session
+
+    def child(self, target_session: str) -> TabCdpSession:
+        """The child session ``target_session`` of this tab (needs ``child_sessions``)."""
+        return TabCdpSession(
+            self.calls, self.session_id, self.tab_id, self.owner_id,
+            child_sessions=self.child_sessions, target_session=target_session,
+        )  # fmt: skip
 
     async def send(
         self,
@@ -220,14 +254,23 @@ class TabCdpSession:
             page_changing=page_changing,
             timeout=timeout,
             owner_id=self.owner_id,
+            target_session=self.target_session,
         )
+
+    async def open_dialog(self) -> OpenDialog | None:
+        """The JavaScript dialog open on this tab, if the host saw one open."""
+        return None if self.tab_id is None else await self.calls.dialog(self.tab_id)
 
     async def subscribe(
         self, callback: Callable[[str, dict[str, Any]], None]
     ) -> Callable[[], None]:
-        return await self.calls.subscribe(
-            self.session_id, self.tab_id, lambda ev: callback(ev.method, ev.params)
-        )
+        mine = self.target_session
+
+        def deliver(ev: Any) -> None:
+            if getattr(ev, "target_session_id", None) == mine:  # this session's events only
+                callback(ev.method, ev.params)
+
+        return await self.calls.subscribe(self.session_id, self.tab_id, deliver)
 
 
 class ProxyTabs:
@@ -242,6 +285,7 @@ class ProxyTabs:
         window_id: int | None = None,
         timeout: float = 10.0,
         group: str | None = None,
+        child_sessions: bool = False,
     ) -> None:
         self.calls = calls
         self.session_id = session_id
@@ -250,6 +294,7 @@ class ProxyTabs:
         self.timeout = timeout
         #: New tabs go into the tab group of this title (an MCP client's name; v2 only).
         self.group = group
+        self.child_sessions = child_sessions
 
     async def _op(self, op: TabOp, args: dict[str, Any] | None = None) -> Any:
         return await self.calls.tab(
@@ -279,4 +324,7 @@ class ProxyTabs:
         await self._op("tab.close", {"tabId": tab_id})
 
     def session(self, tab_id: int) -> TabCdpSession:
-        return TabCdpSession(self.calls, self.session_id, tab_id, self.owner_id)
+        return TabCdpSession(
+            self.calls, self.session_id, tab_id, self.owner_id,
+            child_sessions=self.child_sessions,
+        )  # fmt: skip

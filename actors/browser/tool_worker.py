@@ -106,6 +106,7 @@ class RunTool:
     ticket: RunTicket
     approve: Callable[[ApprovalRequestInfo], Awaitable[bool]] | None = None
     ask_user: AskFn | None = None
+    progress: Callable[[str], Awaitable[None]] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -157,6 +158,25 @@ def interrupted(name: str, page_changing: bool, started: float) -> ToolResultVie
         summary=summary,
         content_for_model=f"error INTERNAL: {text} It is not repeated.",
         duration_ms=int((time.monotonic() - started) * 1000),
+    )
+
+
+#: Tools that still help when the page does not answer (they do not need its renderer).
+_UNBLOCKING = frozenset(
+    {"navigate", "new_tab", "switch_tab", "list_tabs", "close_tab", "handle_dialog"}
+)
+
+
+def _unresponsive(name: str) -> ToolResultView:
+    """The pinned page did not answer at all: not run, rather than waited out to its deadline."""
+    text = (
+        f"error DIALOG_OPEN: {name} was not run: the page does not answer. A JavaScript dialog "
+        "that opened while Browy was not attached to the tab may be blocking it (only the user "
+        "can answer that one; handle_dialog can try, navigate or reload leaves the page), or "
+        "the page is busy: try again in a moment."
+    )
+    return ToolResultView(
+        outcome="error", summary="the page does not answer", content_for_model=text
     )
 
 
@@ -240,10 +260,16 @@ class ToolWorker(Actor[WorkerMsg]):
             tabs=browser.tabs if browser is not None else None,
             files=self._sandbox,
             approve=msg.approve,
+            progress=msg.progress,
             ledger=self._scratch.ledger(msg.session_id),
             state=state,
         )
         registry = self.catalog.registry
+        if browser is not None and self.catalog.needs_browser(msg.name):
+            # Before it acts: a dialog it causes is then reported (actors.tools.dialogs).
+            answers = await browser.watch_dialogs()
+            if not answers and msg.name not in _UNBLOCKING:
+                return _unresponsive(msg.name)
         tool = registry.get(msg.name)
         lock: asyncio.Lock | None = None
         if tool is not None and tool.page_changing and browser and browser.tab_id is not None:

@@ -70,6 +70,11 @@ class ConnectionInfo:
         return self.protocol >= 2
 
     @property
+    def target_sessions(self) -> bool:
+        """May ``cdp.send`` name a child session (``targetSessionId``)? v2 with the capability."""
+        return self.v2 and "cdp.targetSessions" in self.capabilities
+
+    @property
     def scope(self) -> str:
         """Where this connection's chats live: its install (v2), else ``default``."""
         return self.install_id if self.protocol >= 2 and self.install_id else "default"

@@ -41,9 +41,11 @@ from typing import Any
 
 from actors.tools.actions import register_action_tools
 from actors.tools.devtools import register_devtools_tools
+from actors.tools.dialog_tools import register_dialog_tools
 from actors.tools.files import register_file_tools
 from actors.tools.index_tools import register_page_tools
 from actors.tools.inspect_more import register_more_tools
+from actors.tools.list_tools import register_list_tools
 from actors.tools.navigation import register_navigation_tools
 from actors.tools.reading import register_reading_tools
 from actors.tools.registry import Registry
@@ -97,6 +99,8 @@ def build_registry(home: Path) -> Registry:
     ask_user / get_skill (skills from the package and from ``BROWY_HOME/skills``)."""
     registry = default_registry()
     register_page_tools(registry)
+    register_dialog_tools(registry)
+    register_list_tools(registry)
     register_user_tools(registry, lambda: [home / "skills", SKILLS_DIR])
     register_more_tools(registry)
     return registry

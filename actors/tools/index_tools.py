@@ -12,13 +12,14 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from actors.tools.dialogs import DialogOpen, blocked_snapshot
 from actors.tools.pinned_tab import TurnBrowser
 from actors.tools.registry import Registry
 from actors.tools.shared import untrusted
 from actors.tools.tool_def import ToolArgs, ToolContext, ToolError, ToolOutput
 from messages.errors import ErrorCode
 
-__all__ = ["IndexArgs", "InspectArgs", "register_page_tools"]
+__all__ = ["IndexArgs", "InspectArgs", "browser_of", "register_page_tools"]
 
 
 class InspectArgs(ToolArgs):
@@ -44,11 +45,16 @@ class SelectArgs(IndexArgs):
     value: str = Field(..., description="the option's value or visible label")
 
 
+class DragArgs(IndexArgs):
+    to_index: int = Field(..., ge=0, description="the element number to drop it on")
+
+
 class CheckArgs(IndexArgs):
     checked: bool = Field(True, description="the state to set")
 
 
-def _browser(ctx: ToolContext) -> TurnBrowser:
+def browser_of(ctx: ToolContext) -> TurnBrowser:
+    """The turn's browser (the pinned tab and its snapshot tokens), or NO_CAPABILITY."""
     browser = ctx.state.get("browser")
     if not isinstance(browser, TurnBrowser):
         raise ToolError("this session may not drive tabs", code=ErrorCode.NO_CAPABILITY)
@@ -62,14 +68,28 @@ def register_page_tools(registry: Registry) -> None:
         "inspect_page",
         "List the visible interactive elements of the current tab, numbered, with role, name, "
         "value and state, plus page stats. Numbers feed click_index, type_index and the other "
-        "*_index tools; they are valid until the page navigates.",
+        "*_index tools; they are valid until the page navigates. Controls inside shadow roots "
+        "(open or closed) and frames are listed and used like any other; a cross-origin frame's "
+        "controls come under a '-- frame k: <address> --' line, numbered from k*100000+1, and "
+        "a frame that cannot be reached is named with what to do instead. "
+        "If a JavaScript dialog (alert, confirm, prompt, leave-page) blocks the page, it shows "
+        "the dialog instead: answer it with handle_dialog, then carry on. A list that re-renders "
+        "(search, scroll) may reuse an element for another row: use the numbers of the newest "
+        "snapshot; a row of a long list that is not rendered yet is found by find_by_scrolling.",
         InspectArgs,
         page_changing=False,
     )
     async def inspect_page(args: InspectArgs, ctx: ToolContext) -> ToolOutput:
-        snap = await _browser(ctx).snapshot(
-            scope=args.scope, text_filter=args.text_filter, offset=args.offset, limit=args.limit
-        )
+        browser = browser_of(ctx)
+        try:
+            snap = await browser.snapshot(
+                scope=args.scope, text_filter=args.text_filter, offset=args.offset, limit=args.limit
+            )
+        except DialogOpen as exc:  # the page is blocked: show the dialog instead
+            text = await blocked_snapshot(browser.session(), exc.dialog)
+            return ToolOutput(
+                content=untrusted(text), summary=f"a {exc.dialog.kind} dialog blocks the page"
+            )
         return ToolOutput(
             content=untrusted(snap.text),
             summary=f"{snap.shown} of {snap.count} elements on {snap.title or snap.url}"[:200],
@@ -78,7 +98,7 @@ def register_page_tools(registry: Registry) -> None:
     def _action(name: str, description: str, params: type[IndexArgs], call: Any) -> None:
         @registry.register(name, description, params, page_changing=True)
         async def run(args: Any, ctx: ToolContext) -> ToolOutput:
-            browser = _browser(ctx)
+            browser = browser_of(ctx)
             result = await call(browser.page(), args, browser.token())
             text = result.to_text()
             if result.navigated and not result.same_document and browser.tab_id is not None:
@@ -90,15 +110,21 @@ def register_page_tools(registry: Registry) -> None:
             return ToolOutput(content=untrusted(text), summary=text.splitlines()[0][:200])
 
     _action(
-        "click_index", "Click element [index] like a user (scrolls it into view).", IndexArgs,
+        "click_index", "Click element [index] like a user (scrolls it into view). If the click "
+        "opens a JavaScript dialog the result says so at once: answer it with handle_dialog.",
+        IndexArgs,
         lambda p, a, t: p.click_index(a.index, t),
     )  # fmt: skip
     _action(
-        "type_index", "Type text into element [index] (clears it first unless clear=false).",
+        "type_index", "Type text into element [index] (clears it first unless clear=false). "
+        "The field is read back: a date, time, month, colour or number field that does not take "
+        "keys gets the value its own picker would set (give dates as YYYY-MM-DD, times as "
+        "HH:MM); a field that ends up holding something else fails, saying what it holds.",
         TypeArgs, lambda p, a, t: p.type_index(a.index, t, a.text, clear=a.clear, submit=a.submit),
     )  # fmt: skip
     _action(
-        "select_index", "Choose an option of the select element [index] by value or label.",
+        "select_index", "Choose an option of the select element [index] by value or label "
+        "(read back: fails if the page refuses the choice).",
         SelectArgs, lambda p, a, t: p.select_index(a.index, t, a.value),
     )  # fmt: skip
     _action(
@@ -112,6 +138,12 @@ def register_page_tools(registry: Registry) -> None:
     _action(
         "clear_index", "Clear the field [index].", IndexArgs,
         lambda p, a, t: p.clear_index(a.index, t),
+    )  # fmt: skip
+    _action(
+        "drag_index", "Drag element [index] and drop it on element [to_index] with the mouse, "
+        "like a user: works for HTML5 drag and drop and for pointer-driven sortable lists and "
+        "boards. Scrolls the source into view; both must fit on screen together.", DragArgs,
+        lambda p, a, t: p.drag_index(a.index, a.to_index, t),
     )  # fmt: skip
     _action(
         "focus_index", "Focus element [index].", IndexArgs,

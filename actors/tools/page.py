@@ -11,14 +11,16 @@ Document identity (protocol.md section 5, "Element references"): each isolated w
 random document token; a new document means a new world, hence a new token. An index used with
 another token, or whose element is gone, raises ``CdpError(STALE_REF)`` rather than acting on the
 wrong element. So does an index whose element now shows another role or name than the line it was
-listed with (a virtualised list that recycles row elements): "element [n] now shows X, was Y".
-Controls whose text is their value (fields, comboboxes, popup buttons showing their choice) are
-keyed by role only, value and state changes never count, and the ``now:`` line after an action
-re-baselines the index (a button whose text toggles when clicked); an index refused once is
-re-baselined by the next snapshot that lists it. Chromium returns the same world for the same
-``worldName`` within one document, so a new ``PageTools`` (say, after an actor restart) finds the
-indices of an earlier one. ``PageTools`` caches the world's execution context id; the module-level
-functions keep one ``PageTools`` per ``CdpSession`` object.
+last listed with (a virtualised list that recycled the row element after the snapshot the model is
+using): "element [n] now shows X, was Y". The newest snapshot that lists an index decides what it
+stands for, so a number from the snapshot just taken acts on the row that snapshot showed, even on
+a node the list reused. Controls whose text is their value (fields, comboboxes, popup buttons
+showing their choice) are keyed by role only, value and state changes never count, and the
+``now:`` line after an action re-baselines the index (a button whose text toggles when clicked).
+Chromium returns the same world for the same ``worldName`` within one document, so a new
+``PageTools`` (say, after an actor restart) finds the indices of an earlier one. ``PageTools``
+caches the world's execution context id; the module-level functions keep one ``PageTools`` per
+``CdpSession`` object.
 
 Snapshot format: three ``#`` header lines (page title and URL; ready state, scroll position,
 viewport, pages above/below and ``doc=<token>``; the control count by kind, new ones and scope),
@@ -49,11 +51,16 @@ index actions (:class:`PageTools`) and the module-level functions.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import weakref
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Concatenate, ParamSpec
 
-from actors.tools.cdp import CdpSession
+from actors.tools.cdp import CdpError, CdpSession, ErrorCode
+from actors.tools.drag import drag_index
+from actors.tools.field_check import remember_field, typed_check
+from actors.tools.frames import slot_of
 from actors.tools.page_types import (
     ActionResult,
     ElementNotVisible,
@@ -83,11 +90,30 @@ __all__ = [
 ]
 
 
+_P = ParamSpec("_P")
+
+
+def _framed(
+    action: Callable[Concatenate[PageTools, int, str, _P], Awaitable[ActionResult]],
+) -> Callable[Concatenate[PageTools, int, str, _P], Awaitable[ActionResult]]:
+    """An index action that works in the frame its element is in (``PageTools._in_frame``)."""
+
+    async def run(
+        self: PageTools, index: int, doc_token: str, /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> ActionResult:
+        async with self._in_frame(index, doc_token) as token:
+            return await action(self, index, token, *args, **kwargs)
+
+    run.__doc__ = action.__doc__
+    return run
+
+
 class PageTools(PageWorld):
     """Snapshot and index actions for one tab. Not safe for concurrent use by several tasks."""
 
     # --- index actions ---------------------------------------------------------------------------
 
+    @_framed
     async def click_index(self, index: int, doc_token: str) -> ActionResult:
         """Click element ``index`` with real mouse events at its centre.
 
@@ -101,6 +127,7 @@ class PageTools(PageWorld):
         landed, note = await self._click_at(p)
         return await self._report("click", index, doc_token, before, note, ok=landed)
 
+    @_framed
     async def hover_index(self, index: int, doc_token: str) -> ActionResult:
         """Move the mouse over element ``index``."""
         before = await self._before(index, doc_token)
@@ -111,6 +138,7 @@ class PageTools(PageWorld):
         await self._mouse("mouseMoved", p.x, p.y)
         return await self._report("hover", index, doc_token, before)
 
+    @_framed
     async def focus_index(self, index: int, doc_token: str) -> ActionResult:
         """Scroll element ``index`` into view and focus it (no click)."""
         before = await self._before(index, doc_token)
@@ -133,13 +161,16 @@ class PageTools(PageWorld):
                 note += "; the field was then focused directly"
         return note
 
+    @_framed
     async def type_index(
         self, index: int, doc_token: str, text: str, *, clear: bool = True, submit: bool = False
     ) -> ActionResult:
         """Focus ``index`` by clicking, optionally clear it, type ``text``, optionally press Enter.
 
-        The typed text is never echoed in the result (it may be a secret); the element's value in
-        ``element`` is masked for password and card fields.
+        The field is read back (:mod:`actors.tools.field_check`): ``ok=False`` when it does not
+        hold what was typed, and then Enter is not pressed. The typed text is never echoed in the
+        result (it may be a secret); the element's value in ``element`` is masked for password
+        and card fields.
         """
         before = await self._before(index, doc_token)
         if not before["editable"]:
@@ -150,15 +181,18 @@ class PageTools(PageWorld):
             return self._failed("type", index, before, exc.message)
         if clear:
             await self._select_all_and_delete()
+        await remember_field(self, index, doc_token)
         if text:
             await self.cdp.send("Input.insertText", {"text": text}, page_changing=True)
+        took, check = await typed_check(self, index, doc_token, text, clear=clear)
+        submit = submit and took  # Enter on a field that did not take the text would send it
         if submit:
             await self._key("Enter", "Enter", 13, text="\r")
         typed = f"typed {len(text)} characters" + (" and pressed Enter" if submit else "")
-        return await self._report(
-            "type", index, doc_token, before, ", ".join(filter(None, [typed, note]))
-        )
+        notes = ", ".join(filter(None, [typed, note, check]))
+        return await self._report("type", index, doc_token, before, notes, ok=took)
 
+    @_framed
     async def clear_index(self, index: int, doc_token: str) -> ActionResult:
         """Empty the text field ``index`` as a user would (select all, delete)."""
         before = await self._before(index, doc_token)
@@ -171,6 +205,7 @@ class PageTools(PageWorld):
         await self._select_all_and_delete()
         return await self._report("clear", index, doc_token, before, note)
 
+    @_framed
     async def select_index(self, index: int, doc_token: str, value_or_label: str) -> ActionResult:
         """Choose an option of the native ``<select>`` ``index`` by value or (partial) label."""
         before = await self._before(index, doc_token)
@@ -190,6 +225,7 @@ class PageTools(PageWorld):
             "select", index, doc_token, before, f"selected {json.dumps(res['label'])}"
         )
 
+    @_framed
     async def check_index(self, index: int, doc_token: str, checked: bool = True) -> ActionResult:
         """Make checkbox/radio/switch ``index`` checked (or unchecked) by clicking it if needed."""
         before = await self._before(index, doc_token)
@@ -217,6 +253,52 @@ class PageTools(PageWorld):
                 note="; ".join(filter(None, ["clicked, but the state did not change", note])),
             )  # fmt: skip
         return result
+
+    async def drag_index(self, source: int, target: int, doc_token: str) -> ActionResult:
+        """Drag element ``source`` onto element ``target`` (:mod:`actors.tools.drag`), both in
+        the top document or both in one frame."""
+        if slot_of(source) != slot_of(target):
+            raise CdpError(ErrorCode.INTERNAL, "drag_index: both elements must be in one frame")
+        async with self._in_frame(source, doc_token) as token:
+            return await drag_index(self, source, target, token)
+
+    @contextlib.asynccontextmanager
+    async def _in_frame(self, index: int, doc_token: str) -> AsyncIterator[str]:
+        """Work in the world of the frame ``index`` belongs to (actors.tools.frames) while the
+        block runs; yields the token to check its numbers against. The top document must still be
+        the snapshot's (``doc_token``) and the frame still in it, else STALE_REF."""
+        slot = slot_of(index)
+        if slot == 0 or self._active is not None:
+            yield doc_token
+            return
+        await self._call(f"__browy.frameBox({slot}, {json.dumps(doc_token)})")
+        assert self._context_id is not None
+        world = await self.frames.world(slot, self._context_id)
+        if isinstance(world, str):
+            raise CdpError(ErrorCode.INTERNAL, f"element [{index}] cannot be reached: {world}")
+        token = self.frame_tokens.get(slot)
+        if token is None:
+            raise CdpError(ErrorCode.STALE_REF, f"no snapshot of frame {slot} yet: inspect_page")
+        self._active = (world, doc_token)
+        try:
+            yield token
+        finally:
+            self._active = None
+
+    # --- scrolling a list (list_find.js) -------------------------------------------------------
+
+    async def find_start(self, index: int, doc_token: str) -> dict[str, int]:
+        """Start a search in the list of element ``index`` (0: the page's scroller): its ``id``
+        and where it is scrolled to now (``top``)."""
+        res: dict[str, int] = await self._call(
+            f"__browyFind.start({int(index)}, {json.dumps(doc_token)})"
+        )
+        return res
+
+    async def find_step(self, state: dict[str, Any]) -> dict[str, Any]:
+        """One slice of ``find_by_scrolling`` (see :mod:`actors.tools.list_tools`)."""
+        res: dict[str, Any] = await self._call(f"__browyFind.step({json.dumps(state)})")
+        return res
 
 
 # --- module-level convenience: one PageTools per CdpSession object ---------------------------

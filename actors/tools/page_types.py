@@ -2,8 +2,9 @@
 
 :class:`Snapshot` is what ``inspect_page`` saw, :class:`ElementPoint` where an index resolved to,
 :class:`ActionResult` what an index action did; :class:`ElementNotVisible` is the error of an
-element with no box to act on. ``snapshot.js`` is read here once, with the name of the isolated
-world it runs in, and ``_check_url`` holds the schemes the page tools agree to drive.
+element with no box to act on. ``snapshot.js`` (with ``list_find.js`` and ``field_check.js``, which
+run in the same world) is read here once, with the name of the isolated world it runs in, and
+``_check_url`` holds the schemes the page tools agree to drive.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ __all__ = ["ActionResult", "ElementNotVisible", "ElementPoint", "Scope", "Snapsh
 
 Scope = Literal["viewport", "all"]
 
-_SNAPSHOT_JS = with_rule(resources.files("actors.tools").joinpath("snapshot.js").read_text("utf-8"))
+_SNAPSHOT_JS = (
+    with_rule(resources.files("actors.tools").joinpath("snapshot.js").read_text("utf-8"))
+    + ";\n"
+    + resources.files("actors.tools").joinpath("list_find.js").read_text("utf-8")
+    + ";\n"
+    + resources.files("actors.tools").joinpath("field_check.js").read_text("utf-8")
+)
 _WORLD_NAME = "browy"
 _ALLOWED_SCHEMES = ("http:", "https:")
 
@@ -42,7 +49,7 @@ class Snapshot:
     url: str
     title: str
     ready_state: str
-    elapsed_ms: float  # time spent inside the page
+    elapsed_ms: float  # time spent inside the page (and its cross-origin frames)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

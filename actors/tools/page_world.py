@@ -15,6 +15,8 @@ import time
 from typing import Any
 
 from actors.tools.cdp import CdpError, CdpSession, ErrorCode, is_context_gone
+from actors.tools.closed_roots import adopt_closed_roots
+from actors.tools.frames import FrameBlocks, Frames, FrameWorld, frame_blocks
 from actors.tools.page_types import (
     _SNAPSHOT_JS,
     _WORLD_NAME,
@@ -39,11 +41,24 @@ class PageWorld:
     :class:`~actors.tools.page.PageTools` adds the index actions. Not safe for concurrent use.
     """
 
-    def __init__(self, cdp: CdpSession, *, allow_file: bool = False) -> None:
+    def __init__(
+        self,
+        cdp: CdpSession,
+        *,
+        allow_file: bool = False,
+        frame_tokens: dict[int, str] | None = None,
+    ) -> None:
         self.cdp = cdp
         self.allow_file = allow_file
         self._context_id: int | None = None
         self._loader_id: str | None = None
+        #: The cross-origin frames (actors.tools.frames) and the document token of each slot's
+        #: last snapshot (kept by the caller across tool calls, like the top document's token).
+        self.frames = Frames(cdp)
+        self.frame_tokens: dict[int, str] = {} if frame_tokens is None else frame_tokens
+        #: While an action works on an element of a frame: that frame's world, and the top
+        #: document's token (see PageTools._in_frame).
+        self._active: tuple[FrameWorld, str] | None = None
 
     # --- the isolated world -------------------------------------------------------------------
 
@@ -56,6 +71,8 @@ class PageWorld:
         )
         ctx = int(res["executionContextId"])
         await self._evaluate(ctx, _SNAPSHOT_JS)
+        if frame.get("loaderId") != self._loader_id:
+            self.frames.forget()  # another top document: its frame slots are other frames
         self._context_id = ctx
         self._loader_id = frame.get("loaderId")
         return ctx
@@ -80,8 +97,15 @@ class PageWorld:
             raise CdpError(ErrorCode.INTERNAL, f"in-page error: {text[:300]}")
         return res.get("result", {}).get("value")
 
-    async def _call(self, expression: str, *, page_changing: bool = False) -> Any:
-        """Evaluate in our world of the current document; STALE_REF if that document is gone."""
+    async def _call(
+        self, expression: str, *, page_changing: bool = False, top: bool = False
+    ) -> Any:
+        """Evaluate in our world of the current document — of the frame an action works in,
+        unless ``top`` — STALE_REF if that document is gone."""
+        if self._active is not None and not top:
+            return await self.frames.evaluate(
+                self._active[0], expression, page_changing=page_changing
+            )
         # Re-attaching is safe: Chromium gives back the same named world (so the same token) for
         # the same document, and a new document has a new token, which the page side rejects.
         ctx = self._context_id if self._context_id is not None else await self._create_world()
@@ -105,21 +129,26 @@ class PageWorld:
         max_chars: int = 12_000,
     ) -> Snapshot:
         """Snapshot the visible interactive elements of the tab (see module docstring)."""
-        opts = json.dumps(
-            {
-                "scope": scope,
-                "text_filter": text_filter or "",
-                "offset": offset,
-                "limit": limit,
-                "max_chars": max_chars,
-            }
-        )
-        expr = f"__browy.snapshot({opts})"
+        opts = {
+            "scope": scope,
+            "text_filter": text_filter or "",
+            "offset": offset,
+            "limit": limit,
+            "max_chars": max_chars,
+        }
+        expr = f"__browy.snapshot({json.dumps(opts)})"
+        redo = f"__browy.snapshot({json.dumps(opts | {'redo': True})})"
         value: dict[str, Any] | None = None
         for _ in range(2):
             ctx = self._context_id if self._context_id is not None else await self._create_world()
             try:
                 value = await self._evaluate(ctx, expr)
+                # Closed shadow roots (actors.tools.closed_roots): adopt those of the hosts it
+                # found and look again; a root inside an adopted one is found the next round.
+                for _round in range(3):
+                    if not value["closed_hosts"] or not await adopt_closed_roots(self.cdp, ctx):
+                        break
+                    value = await self._evaluate(ctx, redo)
                 break
             except CdpError as exc:
                 if not is_context_gone(exc):
@@ -128,37 +157,53 @@ class PageWorld:
         if value is None:
             raise CdpError(ErrorCode.STALE_REF, "the page kept changing during the snapshot")
         _check_url(value["url"], allow_file=self.allow_file)
+        extra = FrameBlocks()
+        if value["frames"] and self._context_id is not None:
+            extra = await frame_blocks(
+                self.frames, self._context_id, value["frames"], opts, self.frame_tokens
+            )
         return Snapshot(
-            text=value["text"],
+            text="\n".join([value["text"], *extra.lines]),
             doc_token=value["token"],
-            count=value["count"],
-            listed=value["listed"],
-            shown=value["shown"],
+            count=value["count"] + extra.count,
+            listed=value["listed"] + extra.listed,
+            shown=value["shown"] + extra.shown,
             next_offset=value["next_offset"],
             truncated=value["truncated"],
-            new=value["new"],
+            new=value["new"] + extra.new,
             inert=value.get("inert", 0),
             url=value["url"],
             title=value["title"],
             ready_state=value["ready_state"],
-            elapsed_ms=value["ms"],
+            elapsed_ms=value["ms"] + extra.ms,
         )
 
     # --- resolution ----------------------------------------------------------------------------
 
-    async def resolve(self, index: int, doc_token: str, *, arm: bool = False) -> ElementPoint:
+    async def resolve(
+        self, index: int, doc_token: str, *, arm: bool = False, scroll: bool = True
+    ) -> ElementPoint:
         """Scroll element ``index`` into view and return its click point (top-viewport CSS px).
 
         Raises ``CdpError(STALE_REF)`` when the document changed since the snapshot that gave the
         index, the element is gone or now shows another role/name; :class:`ElementNotVisible`
-        when it has no visible box. ``arm``: also arm the click check read by ``_click_at``.
+        when it has no visible box. ``arm``: also arm the click check read by ``_click_at``;
+        ``scroll=False``: where it is now, even off screen.
         """
-        args = f"{int(index)}, {json.dumps(doc_token)}, {'true' if arm else 'false'}"
+        flags = f"{'true' if arm else 'false'}, {'true' if scroll else 'false'}"
+        args = f"{int(index)}, {json.dumps(doc_token)}, {flags}"
         # Scrolling changes the page's scroll position only; it is idempotent, so it is a read.
         res = await self._call(f"__browy.resolve({args})")
         if not res["ok"]:
             raise ElementNotVisible(f"{res['reason']}: {res['line']}")
-        return ElementPoint(x=res["x"], y=res["y"], covered_by=res["covered_by"])
+        x, y = float(res["x"]), float(res["y"])
+        if self._active is not None:  # frame pixels -> top-viewport pixels, after its scroll
+            fw, top_token = self._active
+            box = await self._call(
+                f"__browy.frameBox({fw.slot}, {json.dumps(top_token)})", top=True
+            )
+            x, y = x + float(box["x"]), y + float(box["y"])
+        return ElementPoint(x=x, y=y, covered_by=res["covered_by"])
 
     async def _info(self, index: int, doc_token: str, *, after: bool = False) -> dict[str, Any]:
         """The element's facts; ``after`` an action on it: no identity check, and re-baseline."""
@@ -173,6 +218,8 @@ class PageWorld:
         params: dict[str, Any] = {"type": kind, "x": x, "y": y, "buttons": buttons}
         if kind != "mouseMoved":
             params |= {"button": "left", "clickCount": 1}
+        elif buttons:
+            params["button"] = "left"  # a move with the button held: what starts a drag
         await self.cdp.send("Input.dispatchMouseEvent", params, page_changing=True)
 
     async def _click_at(self, p: ElementPoint) -> tuple[bool, str]:
@@ -194,6 +241,14 @@ class PageWorld:
 
     async def _clicked(self) -> dict[str, Any] | None:
         """Read back (and disarm) the click check; None when our world is gone (navigation)."""
+        if self._active is not None:
+            try:
+                rec_in_frame: dict[str, Any] | None = await self._call("__browy.clicked()")
+            except CdpError as exc:
+                if exc.code is ErrorCode.STALE_REF:
+                    return None  # the frame navigated
+                raise
+            return rec_in_frame
         ctx = self._context_id
         if ctx is None:
             return None

@@ -19,7 +19,10 @@ Policy rules (protocol.md section 3b "Tool toggles" and "Approvals"; architectur
 5. Arguments are validated against the tool's model in lax mode, so v1 strings for numbers and
    booleans (``"3"``, ``"true"``) are accepted; unknown fields are refused. A bad call gets an
    error outcome whose content names each wrong field, so the model can fix it.
-6. No replay (protocol.md section 5): a page-changing call is recorded in the ledger as *sent*
+6. JavaScript dialogs (:mod:`actors.tools.dialogs`): a page-changing tool during which a dialog
+   opened did act, and says so (ok: "... opened a confirm dialog ..."); any other call that a
+   dialog blocks gets ``DIALOG_OPEN`` with how to answer it (``handle_dialog``).
+7. No replay (protocol.md section 5): a page-changing call is recorded in the ledger as *sent*
    before it runs and *done* after; if it is interrupted (its error says ``outcome="unknown"``, or
    the task is cancelled) it is reported ``unknown`` and never run again for the same call id.
    Reads (``page_changing=False``) are retried once on ``REQUEST_TIMEOUT``.
@@ -37,6 +40,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from actors.tools.cdp import CdpError, outcome_of
+from actors.tools.dialogs import DialogOpen, describe, how_to_answer
+from actors.tools.shared import untrusted
 from actors.tools.tool_def import (
     ApprovalRequestInfo,
     RunFn,
@@ -125,6 +130,7 @@ class Registry:
         host_code: bool = False,
         retry_on_timeout: bool | None = None,
         reads_secrets: bool = False,
+        asks_itself: bool = False,
     ) -> Callable[[RunFn], RunFn]:
         """Decorator form: ``@registry.register("navigate", "...", NavigateArgs,
         page_changing=True)`` over ``async def run(args, ctx) -> ToolOutput``."""
@@ -140,6 +146,7 @@ class Registry:
                     host_code=host_code,
                     retry_on_timeout=retry_on_timeout,
                     reads_secrets=reads_secrets,
+                    asks_itself=asks_itself,
                 )
             )
             return fn
@@ -190,7 +197,7 @@ class Registry:
         """Run one tool call and return its outcome; never raises except on cancellation.
 
         ``call_id`` (the model's tool call id) keys the ledger: a page-changing call id that was
-        already sent is not run again (rule 6). Cancellation of the calling task propagates after
+        already sent is not run again (rule 7). Cancellation of the calling task propagates after
         the ledger records an interrupted page-changing call as unknown.
         """
         start = time.monotonic()
@@ -234,7 +241,7 @@ class Registry:
         except ValidationError as exc:
             return fail(ErrorCode.INVALID_MESSAGE, _format_validation(name, exc))
 
-        if ctx.policy.needs_approval(tool):
+        if ctx.policy.needs_approval(tool) and not tool.asks_itself:
             info = ApprovalRequestInfo(
                 tool=name,
                 args=data,
@@ -267,6 +274,28 @@ class Registry:
             if changing:
                 ctx.ledger.interrupted(key)
             raise
+        except DialogOpen as exc:
+            # Rule 6: it opened during this call, so a page-changing call did act (the click
+            # that opens a confirm is answered only once the confirm closes).
+            caused = changing and exc.dialog.opened_at >= start
+            if changing:
+                ctx.ledger.done(key, "ok" if caused else "error")
+            answer = how_to_answer(exc.dialog)
+            if not caused:
+                return fail(
+                    ErrorCode.DIALOG_OPEN,
+                    f"{describe(exc.dialog)}; the page is blocked until it is answered: "
+                    f"{answer}. {name} did nothing.",
+                )
+            return ToolOutcome(
+                outcome="ok",
+                content_for_model=untrusted(
+                    f"{name}: done, and the page opened a dialog: {describe(exc.dialog)}. "
+                    f"The page is blocked until it is answered: {answer}."
+                ),
+                summary=f"{name}: opened a {exc.dialog.kind} dialog",
+                duration_ms=int((time.monotonic() - start) * 1000),
+            )
         except BrowyError as exc:
             unknown = changing and (
                 outcome_of(exc) == "unknown"
@@ -307,7 +336,7 @@ class Registry:
         try:
             return await tool.run(args, ctx)
         except BrowyError as exc:
-            # Rule 6: reads may be retried once when no answer came at all.
+            # Rule 7: reads may be retried once when no answer came at all.
             if tool.retryable and exc.code is ErrorCode.REQUEST_TIMEOUT:
                 log.info("retrying read tool %s after REQUEST_TIMEOUT", tool.name)
                 return await tool.run(args, ctx)

@@ -7,12 +7,28 @@
 // (index -> WeakRef) held here. A new document gets a new world, hence a new random `token`;
 // an index presented with another token is STALE_REF.
 //
-// An index also stands for what the model was shown: the role and accessible name of its first
-// listed line. A node that later shows something else (a virtualised list recycling its row
-// elements) is STALE_REF "element [n] now shows X, was Y" rather than a click on the other row;
-// controls whose text is their value (fields, comboboxes, popup buttons showing their choice) are
-// keyed by role only, and value/state changes never count. The refusal is said once; the next
-// snapshot that lists the index re-baselines it, as does the `now:` line after an action on it.
+// An index also stands for what the model was last shown: the role and accessible name of its line
+// in the newest snapshot that listed it (or the `now:` line after an action on it). A node that
+// shows something else since (a virtualised list recycling its row elements after the snapshot
+// the model is using) is STALE_REF "element [n] now shows X, was Y" rather than a click on the
+// other row; once a newer snapshot lists [n] showing the new row, [n] means that row. Controls
+// whose text is their value (fields, comboboxes, popup buttons showing their choice) are keyed by
+// role only, and value/state changes never count.
+//
+// Cross-origin frames: this world cannot read them. A snapshot numbers each such <iframe> it meets
+// (a frame slot, kept for the document) and returns the visible ones with their content boxes in
+// top-viewport pixels (`frames`); the host runs this same script in an isolated world of each
+// frame (its own session for an out-of-process one) with `opts.frame` = {slot, x, y, vh}: there
+// indices start at slot * 100000 + 1, positions are mapped to the top viewport and only the
+// lines are returned. `frameBox(slot, token)` gives a frame's content box at action time.
+//
+// Closed shadow roots (attachShadow({mode: 'closed'})) are out of reach of every script, ours
+// included, but not of the DOM domain: a snapshot reports the hosts that may have one and that it
+// has not asked about (custom elements, and empty boxes of the tags that can host a root); the host
+// finds their roots with DOM.describeNode{pierce} and hands each one to this world (`adoptRoot`),
+// and the snapshot is taken again. From then on they are walked, hit-tested and clicked like open
+// ones (a click check listens on the root itself: a closed root hides its inside from the path a
+// listener outside sees).
 //
 // Controls behind an open modal (a showModal() <dialog>, an `inert` ancestor, or a visible
 // aria-modal overlay covering the viewport) cannot be clicked: scope="viewport" leaves them out
@@ -70,11 +86,26 @@
     byEl: new WeakMap(),     // element -> index
     byIdx: new Map(),        // index -> WeakRef(element)
     shots: 0,
+    lastFirst: true,
     nav: { count: 0, url: '', sameDocument: false },
-    seen: new Map(),         // index -> 'role "name"' of its first listed line (see key())
-    refused: new Set(),      // indices refused for showing something else; re-baselined when listed
+    seen: new Map(),         // index -> 'role "name"' of its newest listed line (see key())
     armed: null,             // the pending click check: { rec, off }
+    closedRoots: new WeakMap(),  // host -> its closed ShadowRoot, handed in by the host
+    frameSlot: new WeakMap(),    // cross-origin <iframe> -> its slot
+    frameEls: new Map(),         // slot -> WeakRef(<iframe>)
+    asked: new WeakSet(),        // hosts the host was asked about (whatever the answer)
+    unasked: [],                 // hosts the last snapshot found that nobody asked about yet
   };
+
+  // Tags that may host a shadow root (besides custom elements): asked about only when empty.
+  const SHADOW_TAGS = new Set(['DIV', 'SPAN', 'SECTION', 'ARTICLE', 'ASIDE', 'HEADER', 'FOOTER',
+    'MAIN', 'NAV', 'P', 'BLOCKQUOTE', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6']);
+  const shadowOf = (el) => el.shadowRoot || state.closedRoots.get(el) || null;
+  function maybeClosedHost(el) {
+    if (state.asked.has(el)) return false;
+    if (el.localName.includes('-')) return true;
+    return el.firstChild === null && SHADOW_TAGS.has(el.tagName);
+  }
 
   // The Navigation API fires `navigate` synchronously when a navigation starts in this frame
   // (link click, form submit, location change), before the old document goes away: we use it to
@@ -213,7 +244,8 @@
   function deepActive() {
     let a = document.activeElement;
     for (;;) {
-      if (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
+      const sr = a && shadowOf(a);
+      if (sr && sr.activeElement) a = sr.activeElement;
       else if (a && a.tagName === 'IFRAME') {
         let d = null;
         try { d = a.contentDocument; } catch (_) { d = null; }
@@ -286,8 +318,12 @@
     } catch (_) { return null; }
   }
 
-  // The open shadow roots the current snapshot walked (a modal <dialog> may live in one).
+  // The shadow roots the current snapshot walked (a modal <dialog> may live in one).
   let shadowRoots = [];
+  // Elements the current snapshot walked that may host a closed shadow root nobody asked about.
+  let maybeHosts = [];
+  // The cross-origin frames the current snapshot walked.
+  let xframes = [];
 
   // Collect candidate controls in document order (shadow roots and iframes appended at the
   // position of their host, so order stays visual-ish).
@@ -315,11 +351,13 @@
           covered.add(el);
         }
       }
-      if (el.shadowRoot) collect(el.shadowRoot, out, pointer);
+      const sr = shadowOf(el);
+      if (sr) collect(sr, out, pointer);
       else if (el.tagName === 'IFRAME' || el.tagName === 'FRAME') {
         const d = sameOriginDoc(el);
         if (d) collect(d, out, pointer);
-      }
+        else xframes.push(el);
+      } else if (maybeClosedHost(el)) maybeHosts.push(el);
     }
     return out;
   }
@@ -466,13 +504,24 @@
     const limit = opts.limit == null ? Infinity : Math.max(0, opts.limit | 0);
     const maxChars = opts.max_chars == null ? Infinity : Math.max(200, opts.max_chars | 0);
     labelIndex = new WeakMap();
-    const first = state.shots === 0;
-    state.shots++;
+    // `redo`: the same snapshot taken again once closed shadow roots were adopted: what it finds
+    // in them is new only if the snapshot it redoes would have said so.
+    const first = opts.redo ? state.lastFirst : state.shots === 0;
+    if (!opts.redo) state.shots++;
+    state.lastFirst = first;
 
     shadowRoots = [];
+    maybeHosts = [];
+    xframes = [];
+    // In a frame's world (see the top): numbers of its own, positions in the top viewport.
+    const fo = opts.frame || null;
+    if (fo && state.next === 1) state.next = fo.slot * 100000 + 1;
     const cands = collect(document, [], opts.pointer !== false);
+    // Empty boxes are asked about only when they show something (a root renders; a spacer too).
+    state.unasked = maybeHosts.filter((el) => el.localName.includes('-') ||
+      (el.checkVisibility() && el.offsetWidth >= 8 && el.offsetHeight >= 8));
     const tCollect = performance.now();
-    const vw = innerWidth, vh = innerHeight;
+    const vw = fo ? fo.vw : innerWidth, vh = fo ? fo.vh : innerHeight;
     const near = vh * 0.5;
     const offsets = new Map();
     const facts = new Map();
@@ -485,11 +534,17 @@
       const r = vt[1];
       const doc = el.ownerDocument;
       let off = offsets.get(doc);
-      if (!off) { off = doc === document ? [0, 0] : frameOffset(doc); offsets.set(doc, off); }
+      if (!off) {
+        off = doc === document ? [0, 0] : frameOffset(doc);
+        if (fo) off = [off[0] + fo.x, off[1] + fo.y];
+        offsets.set(doc, off);
+      }
       const top = r.top + off[1], bottom = r.bottom + off[1];
       const left = r.left + off[0], right = r.right + off[0];
       if (right < 0 && left + scrollX < 0) continue;     // parked off-page (skip links)
-      const pos = bottom < 0 ? (bottom < -near ? -2 : -1) : top > vh ? (top > vh + near ? 2 : 1) : 0;
+      let pos = bottom < 0 ? (bottom < -near ? -2 : -1) : top > vh ? (top > vh + near ? 2 : 1) : 0;
+      if (fo && r.bottom + off[1] - fo.y < 0) pos = Math.min(pos, -1);  // scrolled out of its frame
+      if (fo && r.top + off[1] - fo.y > innerHeight) pos = Math.max(pos, 1);
       entries.push({ el, pos, hx: right < 0 || left > vw });
     }
     const tRects = performance.now();
@@ -546,13 +601,15 @@
     const pagesAbove = scrollY / vh, pagesBelow = Math.max(0, sh - scrollY - vh) / vh;
     const kinds = Object.keys(counts).sort().map((k) => counts[k] + ' ' + k).join(', ');
     const out = [];
-    out.push('# page ' + JSON.stringify(clip(squash(document.title), 80)) + ' ' + clip(loc.href, 120));
-    out.push('# ready=' + document.readyState + ' scroll=' + Math.round(scrollX) + ',' +
-      Math.round(scrollY) + ' viewport=' + vw + 'x' + vh + ' pages above=' + pagesAbove.toFixed(1) +
-      ' below=' + pagesBelow.toFixed(1) + ' doc=' + state.token);
-    out.push('# controls ' + entries.length + (kinds ? ' (' + kinds + ')' : '') +
-      (nNew ? ', ' + nNew + ' new (*)' : '') + '; scope=' + scope +
-      (filter ? ' filter=' + JSON.stringify(opts.text_filter) : ''));
+    if (!fo) {
+      out.push('# page ' + JSON.stringify(clip(squash(document.title), 80)) + ' ' + clip(loc.href, 120));
+      out.push('# ready=' + document.readyState + ' scroll=' + Math.round(scrollX) + ',' +
+        Math.round(scrollY) + ' viewport=' + vw + 'x' + vh + ' pages above=' + pagesAbove.toFixed(1) +
+        ' below=' + pagesBelow.toFixed(1) + ' doc=' + state.token);
+      out.push('# controls ' + entries.length + (kinds ? ' (' + kinds + ')' : '') +
+        (nNew ? ', ' + nNew + ' new (*)' : '') + '; scope=' + scope +
+        (filter ? ' filter=' + JSON.stringify(opts.text_filter) : ''));
+    }
     if (inert) {
       out.push('# ' + inert + ' controls are inert, behind an open modal or in an inert region ' +
         '(not listed; scope="all" lists them marked inert): they cannot be used until it closes');
@@ -573,8 +630,8 @@
       out.push(line);
       used += need;
       shown++;
-      // What this index now stands for (first listing; re-baselined once it was refused).
-      if (!state.seen.has(idx) || state.refused.delete(idx)) state.seen.set(idx, k);
+      // What this index now stands for: what the model was just shown.
+      state.seen.set(idx, k);
     }
     const next = offset + shown;
     if (truncated) {
@@ -594,15 +651,51 @@
       text: out.join('\n'), token: state.token, count: entries.length, listed: total,
       shown, offset, next_offset: next < total ? next : null, truncated,
       above, below, inert, new: nNew, url: loc.href, title: document.title,
+      closed_hosts: state.unasked.length, frames: frameList(),
       ready_state: document.readyState, ms: performance.now() - t0,
       phases: { collect: tCollect - t0, rects: tRects - tCollect, describe: performance.now() - tRects },
     };
   }
 
+  // The content box of a cross-origin <iframe> in top-viewport pixels.
+  function contentBox(fe) {
+    const off = fe.ownerDocument === document ? [0, 0] : frameOffset(fe.ownerDocument);
+    const r = fe.getBoundingClientRect();
+    const cs = fe.ownerDocument.defaultView.getComputedStyle(fe);
+    const x = r.left + fe.clientLeft + parseFloat(cs.paddingLeft) + off[0];
+    const y = r.top + fe.clientTop + parseFloat(cs.paddingTop) + off[1];
+    return { x, y, w: fe.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight),
+      h: fe.clientHeight - parseFloat(cs.paddingTop) - parseFloat(cs.paddingBottom) };
+  }
+
+  // The cross-origin frames of this snapshot that show something: {slot, x, y, w, h, src}.
+  function frameList() {
+    const list = [];
+    for (const fe of xframes) {
+      if (!fe.checkVisibility(VIS_OPTS) || fe.clientWidth < 2 || fe.clientHeight < 2) continue;
+      let slot = state.frameSlot.get(fe);
+      if (slot === undefined) {
+        slot = state.frameEls.size + 1;
+        state.frameSlot.set(fe, slot);
+        state.frameEls.set(slot, new WeakRef(fe));
+      }
+      list.push({ slot, src: fe.src || '', vw: innerWidth, vh: innerHeight, ...contentBox(fe) });
+    }
+    return list;
+  }
+
+  function frameEl(slot, token) {
+    if (token !== state.token) throw new Error('STALE_REF: this page was replaced since the snapshot');
+    const ref = state.frameEls.get(slot);
+    const fe = ref && ref.deref();
+    if (!fe || !fe.isConnected) throw new Error('STALE_REF: frame ' + slot + ' was removed from the page');
+    return fe;
+  }
+
   // --- index resolution and actions -------------------------------------------------------------
 
   // The element of index `idx`; STALE_REF when the document changed, the element is gone, or
-  // (check) it now shows another role/name than the line the index was listed with.
+  // (check) it now shows another role/name than the line the index was last listed with.
   function get(idx, token, check = true) {
     if (token !== state.token) {
       throw new Error('STALE_REF: index ' + idx + ' belongs to another document');
@@ -622,9 +715,8 @@
         now = key(el, role, clip(squash(nameOf(el, tag, role)), 60));
       }
       if (now !== was) {
-        state.refused.add(idx);
         throw new Error('STALE_REF: element [' + idx + '] now shows ' + now + ', was ' + was +
-          ' when listed (a list may reuse elements for other rows); call inspect_page and use ' +
+          ' when last listed (a list may reuse elements for other rows); call inspect_page and use ' +
           'the numbers it lists');
       }
     }
@@ -669,11 +761,16 @@
   function arm(el, t) {
     disarm();
     const rec = { hit: null, what: '' };
+    let first = null;  // the click event judged (each listener on its path may see more of it)
     const wins = new Set([window]);
     const w = el.ownerDocument.defaultView;
     if (w) wins.add(w);
+    // Inside a shadow root, listen on the root too: a closed one hides its inside from the
+    // composed path a window listener sees.
+    for (let r = el.getRootNode(); r && r.host; r = r.host.getRootNode()) wins.add(r);
     const on = (e) => {
-      if (!e.isTrusted || rec.hit !== null) return;
+      if (!e.isTrusted || (first !== null && first !== e) || rec.hit === true) return;
+      first = e;
       const path = e.composedPath();
       rec.hit = path.includes(el) || path.includes(t) ||
         (e.target && e.target.tagName === 'LABEL' && e.target.control === el);
@@ -694,8 +791,8 @@
     let doc = document, px = x, py = y, hit = null;
     for (let depth = 0; depth < 8; depth++) {
       hit = doc.elementFromPoint(px, py);
-      while (hit && hit.shadowRoot) {
-        const inner = hit.shadowRoot.elementFromPoint(px, py);
+      while (hit && shadowOf(hit)) {
+        const inner = shadowOf(hit).elementFromPoint(px, py);
         if (!inner || inner === hit) break;
         hit = inner;
       }
@@ -778,7 +875,7 @@
     const el = get(idx, token, !after);
     const tag = el.tagName;
     const [line, k] = lineFor(el);
-    if (after) { state.seen.set(idx, k); state.refused.delete(idx); }
+    if (after) state.seen.set(idx, k);
     return {
       tag, type: tag === 'INPUT' ? el.type : '', role: roleOf(el, tag),
       checked: tag === 'INPUT' ? el.checked : el.getAttribute('aria-checked') === 'true',
@@ -812,6 +909,11 @@
     o.selected = true;
     el.dispatchEvent(new Event('input', { bubbles: true, composed: true }));
     el.dispatchEvent(new Event('change', { bubbles: true }));
+    if (el.value !== o.value) {  // read back: the page's own handler may refuse the choice
+      const now = el.selectedOptions[0];
+      return { ok: false, options: [], reason: 'the page put it back to ' +
+        JSON.stringify(now ? label(now) : '') + ' (it did not accept ' + JSON.stringify(label(o)) + ')' };
+    }
     return { ok: true, value: o.value, label: label(o) };
   }
 
@@ -825,6 +927,22 @@
   const api = {
     token: state.token, snapshot, resolve, info, focus, selectOption, settle, clicked,
     lineFor: (el) => lineFor(el)[0], navCount: () => state.nav.count,
+    // The element of an index, for the other scripts of this world (list_find.js): no identity
+    // check, STALE_REF only when it is gone.
+    element: (idx, token) => get(idx, token, false),
+    // Cross-origin frames (see the top).
+    frameEl, frameBox: (slot, token) => contentBox(frameEl(slot, token)),
+    // Closed shadow roots (see the top): the hosts to ask about (marked asked), then each root.
+    takeUnasked: () => {
+      const hosts = state.unasked;
+      state.unasked = [];
+      for (const h of hosts) state.asked.add(h);
+      return hosts;
+    },
+    adoptRoot: (root) => {
+      if (root && root.host && !root.host.shadowRoot) state.closedRoots.set(root.host, root);
+      return !!root;
+    },
   };
   Object.freeze(api);
   Object.defineProperty(globalThis, '__browy', { value: api, writable: false, enumerable: false });

@@ -177,6 +177,9 @@ class ToolContext:
     tabs: TabOps | None = None
     files: Any = None
     approve: Callable[[ApprovalRequestInfo], Awaitable[bool]] | None = None
+    #: Tells the user (the panel's status line, an MCP client's progress) how a long call is
+    #: going; None where nobody listens.
+    progress: Callable[[str], Awaitable[None]] | None = None
     ledger: CallLedger = field(default_factory=CallLedger)
     state: dict[str, Any] = field(default_factory=dict)
     timeout: float = 10.0  # default deadline of one browser command
@@ -205,6 +208,9 @@ class ToolDef:
     reads_secrets: bool = False
     #: May a failed attempt be retried once on REQUEST_TIMEOUT? Default: reads only.
     retry_on_timeout: bool | None = None
+    #: The tool asks ``ctx.approve`` itself, only when its arguments could change something
+    #: (``handle_dialog``: accepting a confirm, not dismissing it); the registry does not ask.
+    asks_itself: bool = False
 
     @property
     def retryable(self) -> bool:

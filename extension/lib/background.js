@@ -241,6 +241,17 @@ export function createBackground(opts = {}) {
     received,
     sessions: () => registry.sessionIds(),
     retry: () => conn.retryNow(),
+    /**
+     * Reconnect saying hello with protocol `n` (1: as the v1 service worker does), so a test
+     * can drive the host's v1 path with this extension. Until the worker restarts.
+     * @param {number} n
+     */
+    useProtocol: (n) => {
+      conn.protocol = n;
+      conn.dropPort();
+      conn.fail('host_crashed', `reconnecting with protocol ${n}`);
+      conn.retryNow();
+    },
   };
 
   return { conn, cdp, registry, start, testHook, handleHostMessage, handlePanelMessage };

@@ -4,20 +4,31 @@
  * exactly one `tool.result{sessionId, callId, ok, result?, error?}` — or none at all when the host
  * cancelled the call (`cdp.cancel`: "never answers late").
  *
- *   cdp.send{sessionId, callId, tabId?, method, params, controlOwnerId?}
- *        attach chrome.debugger ("1.3") on first use, sendCommand, answer {tabId, result}
+ *   cdp.send{sessionId, callId, tabId?, method, params, controlOwnerId?, targetSessionId?}
+ *        attach chrome.debugger ("1.3") on first use, sendCommand, answer {tabId, result}.
+ *        targetSessionId (capability `cdp.targetSessions`, Chrome 125+): the command goes to that
+ *        child session of the tab ({tabId, sessionId}: an out-of-process iframe the host attached
+ *        with Target.setAutoAttach{flatten: true}); its events come back with the same field.
  *   tab.new / tab.activate / tab.list / tab.getActive / tab.close   answered with TabInfo(s)
  *   cdp.cancel{callId}          remember the id; the answer of that call is dropped
  *   control.release{ownerId}    forget the owner; detach tabs no other owner holds; clear the badge
  *
  * Events: chrome.debugger.onEvent is forwarded as `cdp.event{sessionId, tabId, method, params}` only
- * for domains the host enabled on that tab (`<Domain>.enable` / `.disable`) and only to the session
+ * for domains the host enabled on that tab or child session (`<Domain>.enable` / `.disable`;
+ * `Input` while `Input.setInterceptDrags{enabled: true}` holds, for `Input.dragIntercepted`; `Target`
+ * while `Target.setAutoAttach{autoAttach: true}` holds, for `Target.attachedToTarget`) and only to the session
  * that last used the tab — not the v1 firehose. `Inspector.detached` is always forwarded to that
  * session, so the host learns a tab is gone from under it.
  *
  * Pages: only http:, https:, file: and about:blank are driven (section 5, URLs); everything else
  * (chrome:, edge:, brave:, other about:, chrome-extension:, devtools:, the Web Store, ...) gets
  * ok:false "NOT_ALLOWED_URL: <url>".
+ *
+ * JavaScript dialogs: only the debugger client that had `Page` enabled when a dialog opened can
+ * answer it (`Page.handleJavaScriptDialog`); a client attached later is told "No dialog is
+ * showing". So a tab with an open dialog (seen as `Page.javascriptDialogOpening` / `...Closed`) is
+ * not detached — neither by `control.release` nor when idle — until the dialog closes; and a
+ * released tab stays attached `releaseGraceMs` (2 s) in case the last action opens one late.
  *
  * Idle tabs are detached after `idleDetachMs` without calls so Chrome's "started debugging this
  * browser" bar does not linger. On a lost native connection, `connectionLost()` detaches
@@ -40,6 +51,9 @@
  * @property {Set<string>} owners        controlOwnerIds that used it
  * @property {any} idleTimer
  * @property {string | undefined} [url] the tab's URL while attached (kept by tabs.onUpdated)
+ * @property {Map<string, Set<string>>} [children] enabled domains per child session (targetSessionId)
+ * @property {boolean} [dialog]   a JavaScript dialog is open (see the module comment)
+ * @property {boolean} [released] released by every owner while a dialog was open: detach once it closes
  */
 
 const STORAGE_KEY = 'browy.cdp.attached';
@@ -82,6 +96,7 @@ export function tabInfo(tab) {
  * @property {any} [chromeApi]
  * @property {(msg: Msg) => void} send                  to the host (NativeConnection.send)
  * @property {number} [idleDetachMs]
+ * @property {number} [releaseGraceMs]   how long a released tab stays attached (a dialog may follow)
  * @property {number} [cancelledLimit]
  * @property {string} [badgeText]
  * @property {{setTimeout: typeof setTimeout, clearTimeout: typeof clearTimeout}} [timers]
@@ -93,6 +108,7 @@ export class CdpExecutor {
     this.chrome = opts.chromeApi ?? /** @type {any} */ (globalThis).chrome;
     this.sendToHost = opts.send;
     this.idleDetachMs = opts.idleDetachMs ?? 60_000;
+    this.releaseGraceMs = opts.releaseGraceMs ?? 2_000;
     this.cancelledLimit = opts.cancelledLimit ?? 1000;
     this.badgeText = opts.badgeText ?? 'AI';
     this.timers = opts.timers ?? {
@@ -237,17 +253,42 @@ export class CdpExecutor {
     if (msg.controlOwnerId) {
       if (!st.owners.has(msg.controlOwnerId)) {
         st.owners.add(msg.controlOwnerId);
+        st.released = false;
         await this.setBadge(tabId, this.badgeText);
       }
     }
     this.touch(st);
-    const result = await this.chrome.debugger.sendCommand({ tabId }, msg.method, msg.params ?? {});
-    const m = /^([A-Za-z]+)\.(enable|disable)$/.exec(msg.method);
-    if (m && this.tabs.get(tabId) === st) {
-      if (m[2] === 'enable') st.domains.add(m[1]);
-      else st.domains.delete(m[1]);
-    }
+    const child = typeof msg.targetSessionId === 'string' && msg.targetSessionId ? msg.targetSessionId : null;
+    const target = child ? { tabId, sessionId: child } : { tabId };
+    // Before the command: the events it causes at once (Target.attachedToTarget for the frames
+    // already there) are dispatched before its answer.
+    this.track(st, child, msg.method, msg.params);
+    const result = await this.chrome.debugger.sendCommand(target, msg.method, msg.params ?? {});
     return { tabId, result: result ?? {} };
+  }
+
+  /**
+   * Which domains' events the host wants, per tab and per child session.
+   * @param {TabState} st @param {string | null} child @param {string} method @param {any} params
+   */
+  track(st, child, method, params) {
+    let domains = st.domains;
+    if (child) {
+      st.children ??= new Map();
+      domains = st.children.get(child) ?? new Set();
+      st.children.set(child, domains);
+    }
+    const m = /^([A-Za-z]+)\.(enable|disable)$/.exec(method);
+    if (m) {
+      if (m[2] === 'enable') domains.add(m[1]);
+      else domains.delete(m[1]);
+    } else if (method === 'Input.setInterceptDrags' || method === 'Target.setAutoAttach') {
+      // No enable of their own: their events (dragIntercepted, attachedToTarget) are wanted
+      // while interception / auto-attaching is on.
+      const domain = method.split('.', 1)[0];
+      if (params?.enabled || params?.autoAttach) domains.add(domain);
+      else domains.delete(domain);
+    }
   }
 
   async defaultTabId() {
@@ -288,7 +329,9 @@ export class CdpExecutor {
     if (st.idleTimer) this.timers.clearTimeout(st.idleTimer);
     st.idleTimer = this.timers.setTimeout(() => {
       st.idleTimer = null;
-      if (this.tabs.get(st.tabId) === st) void this.detach(st.tabId);
+      if (this.tabs.get(st.tabId) !== st) return;
+      if (st.dialog) this.touch(st); // detaching would leave the dialog nobody can answer
+      else void this.detach(st.tabId);
     }, this.idleDetachMs);
   }
 
@@ -311,8 +354,23 @@ export class CdpExecutor {
     const jobs = [];
     for (const st of [...this.tabs.values()]) {
       if (!st.owners.delete(ownerId)) continue;
-      // Another turn still holding the tab keeps it (and its enabled domains) attached.
-      if (st.owners.size === 0) jobs.push(this.detach(st.tabId));
+      // Another turn still holding the tab keeps it (and its enabled domains) attached; so does
+      // an open dialog, which only this attachment can answer (detached when it closes), and
+      // for `releaseGraceMs` the chance of one: the last action may open it a moment later (a
+      // timer after a click), and a dialog that opens with nobody attached nobody can answer.
+      if (st.owners.size > 0) continue;
+      st.released = true;
+      jobs.push(this.setBadge(st.tabId, ''));
+      if (st.dialog) continue;
+      if (this.releaseGraceMs <= 0) {
+        jobs.push(this.detach(st.tabId));
+        continue;
+      }
+      this.timers.setTimeout(() => {
+        if (this.tabs.get(st.tabId) === st && st.released && st.owners.size === 0 && !st.dialog) {
+          void this.detach(st.tabId);
+        }
+      }, this.releaseGraceMs);
     }
     await Promise.all(jobs);
   }
@@ -329,10 +387,30 @@ export class CdpExecutor {
     const tabId = source?.tabId;
     if (typeof tabId !== 'number') return;
     const st = this.tabs.get(tabId);
-    if (!st || !st.sessionId) return;
+    if (!st) return;
+    if (!source?.sessionId) this.trackDialog(st, method); // a child session's Page is not the tab's
+    if (!st.sessionId) return;
     const domain = method.split('.', 1)[0];
+    const child = typeof source?.sessionId === 'string' ? source.sessionId : null;
+    if (child) {
+      if (!st.children?.get(child)?.has(domain)) return;
+      this.sendToHost({ type: 'cdp.event', sessionId: st.sessionId, tabId, method, params: params ?? {}, targetSessionId: child });
+      return;
+    }
+    if (method === 'Target.detachedFromTarget' && typeof params?.sessionId === 'string') {
+      st.children?.delete(params.sessionId);
+    }
     if (!st.domains.has(domain)) return;
     this.sendToHost({ type: 'cdp.event', sessionId: st.sessionId, tabId, method, params: params ?? {} });
+  }
+
+  /** An open dialog keeps the tab attached (module comment). @param {TabState} st @param {string} method */
+  trackDialog(st, method) {
+    if (method === 'Page.javascriptDialogOpening') st.dialog = true;
+    else if (method === 'Page.javascriptDialogClosed') {
+      st.dialog = false;
+      if (st.released && st.owners.size === 0) void this.detach(st.tabId);
+    }
   }
 
   /** @param {any} source @param {string} reason */

@@ -110,6 +110,7 @@ export function classifyDisconnect(text) {
  * @property {number} [queueMaxAgeMs]
  * @property {{setTimeout: typeof setTimeout, clearTimeout: typeof clearTimeout, setInterval: typeof setInterval, clearInterval: typeof clearInterval, now: () => number}} [timers]
  * @property {() => number} [random]          0..1, for backoff jitter
+ * @property {number} [protocol]              the protocol our hello offers (tests force 1)
  */
 
 export class NativeConnection {
@@ -137,6 +138,8 @@ export class NativeConnection {
       now: () => Date.now(),
     };
     this.random = opts.random ?? Math.random;
+    /** The protocol our hello offers: PROTOCOL_VERSION; 1 (tests only) says hello as a v1 SW. */
+    this.protocol = opts.protocol ?? PROTOCOL_VERSION;
 
     /** @type {ConnState} */
     this.state = 'disconnected';
@@ -233,10 +236,10 @@ export class NativeConnection {
       this.handlePortDisconnect(port, text);
     });
     this.transition('awaiting_hello');
-    this.post({
+    this.post(this.protocol < 2 ? { type: 'hello', client: 'extension', protocol: this.protocol } : {
       type: 'hello',
       client: 'extension',
-      protocol: PROTOCOL_VERSION,
+      protocol: this.protocol,
       extensionVersion: this.extensionVersion,
       installId,
       capabilities: this.capabilities,

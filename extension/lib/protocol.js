@@ -118,6 +118,9 @@ export const EXTENSION_CAPABILITIES = Object.freeze([
   'control.release',
   'config',
   'doctor',
+  // cdp.send/cdp.event may carry targetSessionId: a child session (out-of-process iframe) of the
+  // tab, through chrome.debugger's DebuggerSession.sessionId (Chrome 125+).
+  'cdp.targetSessions',
 ]);
 
 /**

@@ -8,7 +8,7 @@ function setup(tabs) {
   const fake = createFakeChrome(tabs ? { tabs } : {});
   const timers = createFakeTimers();
   /** @type {any[]} */ const sent = [];
-  const cdp = new CdpExecutor({ chromeApi: fake.chrome, send: (m) => sent.push(m), timers, idleDetachMs: 60_000 });
+  const cdp = new CdpExecutor({ chromeApi: fake.chrome, send: (m) => sent.push(m), timers, idleDetachMs: 60_000, releaseGraceMs: 0 });
   cdp.start();
   return { fake, timers, sent, cdp };
 }
@@ -113,6 +113,34 @@ test('events are forwarded only for enabled domains and only to the session that
   assert.deepEqual(sent, []);
 });
 
+test('a child session (targetSessionId) gets its commands, and its enabled domains\' events come back marked', async () => {
+  const { cdp, fake, sent } = setup();
+  await cdp.handle(send('c1', 'Target.setAutoAttach', { params: { autoAttach: true, waitForDebuggerOnStart: false, flatten: true } }));
+  sent.length = 0;
+  fake.chrome.debugger.onEvent.emit({ tabId: 1 }, 'Target.attachedToTarget', { sessionId: 'S1', targetInfo: { type: 'iframe' } });
+  assert.equal(sent.length, 1); // Target events while auto-attaching
+  await cdp.handle(send('c2', 'Page.enable', { targetSessionId: 'S1' }));
+  assert.deepEqual(fake.commands.at(-1), { tabId: 1, sessionId: 'S1', method: 'Page.enable', params: {} });
+  sent.length = 0;
+  fake.chrome.debugger.onEvent.emit({ tabId: 1, sessionId: 'S1' }, 'Page.loadEventFired', { timestamp: 2 });
+  fake.chrome.debugger.onEvent.emit({ tabId: 1, sessionId: 'S1' }, 'Network.requestWillBeSent', {});
+  fake.chrome.debugger.onEvent.emit({ tabId: 1 }, 'Page.loadEventFired', {}); // the tab's Page is not on
+  assert.deepEqual(sent, [{ type: 'cdp.event', sessionId: S, tabId: 1, method: 'Page.loadEventFired', params: { timestamp: 2 }, targetSessionId: 'S1' }]);
+});
+
+test('Input events are forwarded while drags are intercepted', async () => {
+  const { cdp, fake, sent } = setup();
+  await cdp.handle(send('c1', 'Input.setInterceptDrags', { params: { enabled: true } }));
+  sent.length = 0;
+  fake.chrome.debugger.onEvent.emit({ tabId: 1 }, 'Input.dragIntercepted', { data: { items: [] } });
+  assert.equal(sent.length, 1);
+  assert.equal(sent[0].method, 'Input.dragIntercepted');
+  await cdp.handle(send('c2', 'Input.setInterceptDrags', { params: { enabled: false } }));
+  sent.length = 0;
+  fake.chrome.debugger.onEvent.emit({ tabId: 1 }, 'Input.dragIntercepted', { data: {} });
+  assert.deepEqual(sent, []);
+});
+
 test('control.release detaches the owner\'s tabs and clears the indicator', async () => {
   const { cdp, fake } = setup();
   await cdp.handle(send('c1', 'Runtime.evaluate', { controlOwnerId: 't-1' }));
@@ -130,6 +158,45 @@ test('control.release keeps a tab another owner still holds', async () => {
   await cdp.handle({ type: 'control.release', ownerId: 't-1' });
   assert.deepEqual(fake.detachCalls, []);
   await cdp.handle({ type: 'control.release', ownerId: 't-2' });
+  assert.deepEqual(fake.detachCalls, [1]);
+});
+
+test('a released tab stays attached a moment, and a dialog opening then keeps it until it closes', async () => {
+  const fake = createFakeChrome({});
+  const timers = createFakeTimers();
+  /** @type {any[]} */ const sent = [];
+  const cdp = new CdpExecutor({ chromeApi: fake.chrome, send: (m) => sent.push(m), timers, releaseGraceMs: 2_000 });
+  cdp.start();
+  await cdp.handle(send('c1', 'Page.enable', { controlOwnerId: 't-1' }));
+  await cdp.handle({ type: 'control.release', ownerId: 't-1' });
+  assert.equal(fake.badges[1], ''); // the indicator goes at once
+  timers.advance(1_000);
+  fake.chrome.debugger.onEvent.emit({ tabId: 1 }, 'Page.javascriptDialogOpening', { type: 'alert', message: 'Later!' });
+  timers.advance(5_000);
+  await flush();
+  assert.deepEqual(fake.detachCalls, []);
+  fake.chrome.debugger.onEvent.emit({ tabId: 1 }, 'Page.javascriptDialogClosed', { result: true });
+  await flush();
+  assert.deepEqual(fake.detachCalls, [1]);
+  await cdp.handle(send('c2', 'Runtime.evaluate', { controlOwnerId: 't-2' }));
+  await cdp.handle({ type: 'control.release', ownerId: 't-2' });
+  timers.advance(2_000);
+  await flush();
+  assert.deepEqual(fake.detachCalls, [1, 1]); // no dialog: detached after the grace
+});
+
+test('a tab with an open dialog stays attached through release and idleness until it closes', async () => {
+  const { cdp, fake, timers, sent } = setup();
+  await cdp.handle(send('c1', 'Page.enable', { controlOwnerId: 't-1' }));
+  const opening = { type: 'confirm', message: 'Delete?', url: 'https://a.test/' };
+  fake.chrome.debugger.onEvent.emit({ tabId: 1 }, 'Page.javascriptDialogOpening', opening);
+  assert.equal(sent.at(-1).method, 'Page.javascriptDialogOpening');
+  await cdp.handle({ type: 'control.release', ownerId: 't-1' });
+  timers.advance(120_000);
+  await flush();
+  assert.deepEqual(fake.detachCalls, []); // only this attachment can answer the dialog
+  fake.chrome.debugger.onEvent.emit({ tabId: 1 }, 'Page.javascriptDialogClosed', { result: true });
+  await flush();
   assert.deepEqual(fake.detachCalls, [1]);
 });
 

@@ -142,7 +142,7 @@ export function createFakeChrome(opts = {}) {
     /** @param {{tabId: number}} target @param {string} method @param {any} params */
     async sendCommand(target, method, params) {
       if (!attached.has(target.tabId)) throw new Error('Debugger is not attached to the tab with id: ' + target.tabId + '.');
-      commands.push({ tabId: target.tabId, method, params });
+      commands.push(target.sessionId ? { tabId: target.tabId, sessionId: target.sessionId, method, params } : { tabId: target.tabId, method, params });
       return chrome.debugger.handler(target.tabId, method, params);
     },
   };

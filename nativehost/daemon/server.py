@@ -35,7 +35,8 @@ import orjson
 from actors.agent.agent import build_agent
 from actors.agent.agent_config import AgentSettings
 from actors.agent.connection import Connection, Inbound
-from actors.browser.cdp_proxy import CDPProxy, Subscriptions
+from actors.browser.cdp_proxy import CDPProxy
+from actors.browser.proxy_messages import Subscriptions
 from actors.link.link_stream import LinkBroken, LinkStream
 from actors.link.link_writer import ConnectionInfo, LinkWriter
 from actors.link.listener import Listener

@@ -7,7 +7,8 @@ What it sets up, all private to the run and removed at the end:
   browser) and ``[tools] approval_mode = "never"`` (nothing waits for a click)
   (:mod:`nativehost.demo.demo_home`);
 - a small shop on ``127.0.0.1`` (``nativehost/demo/demo_site``: search, product pages, a cart, a
-  checkout form);
+  checkout form whose card form is a payment provider's page from another site — the same server
+  as ``localhost`` — in a cross-origin frame);
 - the scripted model server (:mod:`nativehost.demo.model_server`) playing the model, unless a real
   model is configured (``BROWY_MODEL`` / ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` or the user's
   ``config.toml``) or ``--real-model`` is given;
@@ -15,11 +16,11 @@ What it sets up, all private to the run and removed at the end:
   (:mod:`nativehost.demo.launch`); the extension connects to the relay, which starts the daemon.
 
 Then a ``cli`` link runs the task (:mod:`nativehost.demo.demo_script`) as one agent turn —
-navigate, inspect, search, open a product, add it to the cart, fill the checkout form, place the
-order — streamed in the terminal; the final page and the side panel (opened as a tab, asked a
-follow-up question) are saved as PNGs in a folder it prints. Exit code 0 when the turn succeeded
-(and, scripted, the order page was reached), 1 otherwise, 2 when the machine cannot run it (no
-Chromium).
+navigate, inspect, search, open a product, add it to the cart, fill the checkout form and the
+card in the frame, place the order — streamed in the terminal; the final page and the side panel
+(opened as a tab, asked a follow-up question) are saved as PNGs in a folder it prints. Exit code 0
+when the turn succeeded (and, scripted, the order page was reached), 1 otherwise, 2 when the
+machine cannot run it (no Chromium).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CUSTOMER", "PANEL_MARKER", "PANEL_QUESTION", "demo_script", "demo_task"]
+__all__ = ["CARD", "CUSTOMER", "PANEL_MARKER", "PANEL_QUESTION", "demo_script", "demo_task"]
 
 PANEL_QUESTION = "Which tabs are open right now?"
 PANEL_MARKER = "Which tabs are open"
@@ -27,11 +27,17 @@ CUSTOMER = {
 }
 
 
+#: A test card (the payment provider's form accepts any complete one).
+CARD = {"number": "4242 4242 4242 4242", "expiry": "12/30", "cvc": "123"}
+
+
 def demo_task(site_url: str) -> str:
     return (
         f"Go to the Teacup & Co. shop at {site_url}/ , search for a tea kettle, open it, add it "
         f"to the cart and check out as {CUSTOMER['name']}, {CUSTOMER['email']}, shipping to "
-        f"{CUSTOMER['address']}. Place the order and tell me what the confirmation says."
+        f"{CUSTOMER['address']}, paying with the test card {CARD['number']} (expiry "
+        f"{CARD['expiry']}, CVC {CARD['cvc']}). Place the order and tell me what the "
+        "confirmation says."
     )
 
 
@@ -65,13 +71,19 @@ def demo_script(site_url: str) -> dict[str, Any]:
         # [3] link "Copper Tea Kettle" (the cart's item), [4] link "Proceed to checkout"
         {"tool_calls": [_call("click_index", index=4)]},
         {"tool_calls": [_call("inspect_page")]},
-        # [3] "Full name", [4] "Email", [5] "Shipping address", [6] button "Place order"
+        # [3] "Full name", [4] "Email", [5] "Shipping address", [6] button "Place order";
+        # the card form is a frame of another site (the payment provider):
+        # -- frame 1: localhost:<port>/pay.html (another site) --
+        # [100001] textbox "Card number" secret, [100002] "Expiry (MM/YY)", [100003] "CVC" secret
         {
-            "text": "Filling in the checkout form.",
+            "text": "Filling in the checkout form, and the card in the payment provider's frame.",
             "tool_calls": [
                 _call("type_index", index=3, text=CUSTOMER["name"]),
                 _call("type_index", index=4, text=CUSTOMER["email"]),
                 _call("type_index", index=5, text=CUSTOMER["address"]),
+                _call("type_index", index=100001, text=CARD["number"]),
+                _call("type_index", index=100002, text=CARD["expiry"]),
+                _call("type_index", index=100003, text=CARD["cvc"]),
             ],
         },
         {"tool_calls": [_call("click_index", index=6)]},
@@ -80,7 +92,7 @@ def demo_script(site_url: str) -> dict[str, Any]:
             "text": (
                 "Done: I bought the Copper Tea Kettle ($34.00) for Ada Lovelace. The shop says: "
                 '"Order confirmed: 1 item(s) for Ada Lovelace, shipping to 12 Analytical Way, '
-                'London. A receipt goes to ada@example.com."'
+                'London, paid with the card ending 4242. A receipt goes to ada@example.com."'
             )
         },
         # The side panel's follow-up question (its own session, found by the marker).

@@ -379,6 +379,9 @@ def launched(
 
     env = dict(os.environ)
     env.update(
+        # The relay and the daemon it starts run this checkout's code, whatever checkout the
+        # interpreter's editable install points at (a git worktree shares the main venv).
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")])),
         BROWY_HOME=str(home),
         BROWY_IDLE_EXIT_SECONDS="5",
         # Short relay reconnect bounds keep an outage test quick.

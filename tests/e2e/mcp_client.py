@@ -62,7 +62,11 @@ class McpClient:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if http_url is None:
-                    env = {**os.environ, "BROWY_HOME": str(self.home)}
+                    # This checkout's code, whatever checkout the venv's editable install names.
+                    path = os.pathsep.join(
+                        filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])
+                    )
+                    env = {**os.environ, "BROWY_HOME": str(self.home), "PYTHONPATH": path}
                     params = StdioServerParameters(
                         command=BROWY, args=["mcp", *args], env=env, cwd=str(REPO_ROOT)
                     )

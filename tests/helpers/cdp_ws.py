@@ -22,7 +22,7 @@ from websockets.asyncio.client import ClientConnection
 
 from actors.tools.cdp import CdpError, ErrorCode
 
-__all__ = ["CdpWsSession", "WsTab"]
+__all__ = ["CdpWsSession", "ChildWs", "WsTab"]
 
 Event = dict[str, Any]
 
@@ -94,6 +94,13 @@ class CdpWsSession:
                     fut.set_exception(CdpError(ErrorCode.INTERNAL, "websocket closed"))
             self._pending.clear()
 
+    #: Like the extension with ``cdp.targetSessions``: child sessions (``child``) can be addressed.
+    child_sessions = True
+
+    def child(self, session_id: str) -> ChildWs:
+        """A flattened child session of this target (``Target.setAutoAttach{flatten}``)."""
+        return ChildWs(self, session_id)
+
     async def send(
         self,
         method: str,
@@ -101,6 +108,7 @@ class CdpWsSession:
         *,
         page_changing: bool = False,
         timeout: float = 10.0,
+        session_id: str | None = None,
     ) -> dict[str, Any]:
         """Send one command; raise ``CdpError`` on a CDP error or ``REQUEST_TIMEOUT``."""
         if self._closed:
@@ -109,7 +117,10 @@ class CdpWsSession:
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = fut
         self.sent.append((method, page_changing))
-        await self._ws.send(json.dumps({"id": msg_id, "method": method, "params": params or {}}))
+        msg: dict[str, Any] = {"id": msg_id, "method": method, "params": params or {}}
+        if session_id is not None:
+            msg["sessionId"] = session_id
+        await self._ws.send(json.dumps(msg))
         try:
             return await asyncio.wait_for(fut, timeout)
         except TimeoutError:
@@ -151,7 +162,8 @@ class CdpWsSession:
         """Call ``callback(method, params)`` for every event from now on; returns unsubscribe."""
 
         def pred(ev: Event) -> bool:
-            callback(str(ev.get("method", "")), dict(ev.get("params") or {}))
+            if "sessionId" not in ev:  # a child session's events are the child's
+                callback(str(ev.get("method", "")), dict(ev.get("params") or {}))
             return False  # never "matches": a standing subscription, not a one-shot wait
 
         entry = (pred, asyncio.get_running_loop().create_future())
@@ -216,3 +228,24 @@ class WsTab:
         self, callback: Callable[[str, dict[str, Any]], None]
     ) -> Callable[[], None]:
         return self.ws.subscribe(callback)
+
+
+class ChildWs:
+    """A child session (an out-of-process iframe) of a :class:`CdpWsSession`'s target."""
+
+    def __init__(self, parent: CdpWsSession, session_id: str) -> None:
+        self.parent = parent
+        self.session_id = session_id
+
+    async def send(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        page_changing: bool = False,
+        timeout: float = 10.0,
+    ) -> dict[str, Any]:
+        return await self.parent.send(
+            method, params, page_changing=page_changing, timeout=timeout,
+            session_id=self.session_id,
+        )  # fmt: skip

@@ -12,7 +12,8 @@ import pytest
 from pydantic import BaseModel
 
 from actors.browser.call_table import CallState, CallTable
-from actors.browser.cdp_proxy import Answered, CDPProxy, ConnectionLost, EventArrived, Subscriptions
+from actors.browser.cdp_proxy import CDPProxy
+from actors.browser.proxy_messages import Answered, ConnectionLost, EventArrived, Subscriptions
 from actors.browser.tabs import BrowserCalls, TabCdpSession
 from actors.link.link_writer import ConnectionInfo
 from actors.runtime.live_ref import LiveRef

@@ -163,6 +163,9 @@ async def test_two_page_changing_runs_on_one_tab_never_interleave(tmp_path: Path
         def switch(self, tab: int) -> None:
             pass
 
+        async def watch_dialogs(self) -> bool:
+            return True
+
     ref = await spawn(ToolWorker(catalog=catalog(gate, ran), home=tmp_path), name="w")
     a, b = run("click", "a", session="s1"), run("click", "b", session="s2")
     a = RunTool(**{**{f: getattr(a, f) for f in a.__dataclass_fields__}, "browser": Tab()})
@@ -180,3 +183,35 @@ async def test_two_page_changing_runs_on_one_tab_never_interleave(tmp_path: Path
 @pytest.mark.parametrize("name", ["click"])
 def test_the_catalog_says_what_changes_the_page(name: str) -> None:
     assert catalog(asyncio.Event(), []).is_page_changing(name)
+
+
+async def test_a_page_that_does_not_answer_is_reported_at_once_and_the_tool_not_run(
+    tmp_path: Path,
+) -> None:
+    # Page.enable found the page blocked (a dialog nobody can answer, or a busy page).
+    gate, ran = asyncio.Event(), []
+    gate.set()
+
+    class Blocked:
+        tab_id = 7
+        tabs: Any = None
+
+        def session(self) -> Any:
+            return self
+
+        def switch(self, tab: int) -> None:
+            pass
+
+        async def watch_dialogs(self) -> bool:
+            return False
+
+    ref = await spawn(ToolWorker(catalog=catalog(gate, ran), home=tmp_path), name="w")
+    msg = run("click", "c1")
+    msg = RunTool(
+        **{**{f: getattr(msg, f) for f in msg.__dataclass_fields__}, "browser": Blocked()}
+    )
+    await ref.ask(msg, timeout=1)
+    out = await result(msg)
+    assert out.outcome == "error" and "DIALOG_OPEN" in out.content_text and ran == []
+    assert "the page does not answer" in out.content_text
+    await ref.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator
 
@@ -223,3 +224,70 @@ async def test_a_new_page_tools_on_the_same_document_shares_the_indices(
     with pytest.raises(CdpError) as err:
         await other.click_index(idx(snap, '"Add to cart"'), "0123456789ab")
     assert err.value.code is ErrorCode.STALE_REF
+
+
+async def test_controls_inside_closed_shadow_roots_are_listed_and_used(
+    tab: CdpWsSession, pages: PageServer
+) -> None:
+    tools, snap = await open_page(tab, pages, "closed_shadow.html")
+    assert await tab.evaluate("document.querySelector('pay-widget').shadowRoot") is None
+    for name in ('"Card holder"', '"Pay now"', '"Accept terms"', '"Get help"'):
+        assert name in snap.text, snap.text  # a closed root in a closed root, and on a div
+    typed = await tools.type_index(idx(snap, '"Card holder"'), snap.doc_token, "Ada")
+    assert typed.ok, typed
+    clicked = await tools.click_index(idx(snap, '"Pay now"'), snap.doc_token)
+    assert clicked.ok, clicked
+    assert await tab.evaluate("document.getElementById('out').textContent") == "paid by Ada"
+    checked = await tools.check_index(idx(snap, '"Accept terms"'), snap.doc_token)
+    assert checked.ok, checked
+    assert await tab.evaluate("document.getElementById('out').textContent") == "terms true"
+    helped = await tools.click_index(idx(snap, '"Get help"'), snap.doc_token)
+    assert helped.ok and await tab.evaluate("document.getElementById('out').textContent") == "help"
+    again = await tools.inspect_page()  # asked once per host: the second snapshot is plain
+    assert '"Pay now"' in again.text and again.doc_token == snap.doc_token
+
+
+async def test_drag_index_drops_an_html5_card_and_reorders_a_pointer_sortable_list(
+    tab: CdpWsSession, pages: PageServer
+) -> None:
+    tools, snap = await open_page(tab, pages, "drag.html")
+    moved = await tools.drag_index(idx(snap, '"Write report"'), idx(snap, '"Done"'), snap.doc_token)
+    assert moved.ok and "HTML5 drag" in moved.note, moved
+    assert await tab.evaluate("document.getElementById('done').textContent") == "Write report"
+    order = await tools.drag_index(idx(snap, '"Alpha"'), idx(snap, '"Charlie"'), snap.doc_token)
+    assert order.ok and "pointer drag" in order.note, order
+    log = await tab.evaluate("document.getElementById('log').textContent")
+    assert log == "moved Write report to done;order Bravo,Charlie,Alpha,Delta;", log
+    assert tab.sent.count(("Input.setInterceptDrags", True)) == 4  # on and off, each drag
+
+
+async def test_typing_is_read_back_and_picker_fields_get_their_picker_value(
+    tab: CdpWsSession, pages: PageServer
+) -> None:
+    tools, snap = await open_page(tab, pages, "fields.html")
+
+    async def typed(name: str, text: str) -> tuple[bool, str]:
+        result = await tools.type_index(idx(snap, name), snap.doc_token, text)
+        return result.ok, result.to_text()
+
+    for name, field, text, value in (
+        ('"Arrival"', "date", "2025-12-31", "2025-12-31"),
+        ('"Time"', "time", "2:30 pm", "14:30"),
+        ('"Month"', "month", "2026-03", "2026-03"),
+        ('"Colour"', "color", "#FF8800", "#ff8800"),
+        ('"Guests"', "num", "1,200", "1200"),
+    ):
+        ok, text_out = await typed(name, text)
+        assert ok, text_out
+        got = await tab.evaluate(f"document.getElementById({json.dumps(field)}).value")
+        assert got == value, (name, got, text_out)
+    log = await tab.evaluate("document.getElementById('log').textContent")
+    assert log == "date=2025-12-31;time=14:30;month=2026-03;color=#ff8800;num=1200;", log
+    ok, text_out = await typed('"Phone"', "5551234567")
+    assert ok and 'formats it as "(555) 123-4567"' in text_out, text_out
+    ok, text_out = await typed('"Code"', "123456")
+    assert not ok and 'it holds "1234"' in text_out, text_out
+    ok, text_out = await typed('"Arrival"', "the day after tomorrow-ish")
+    assert not ok and "takes a date as YYYY-MM-DD" in text_out, text_out
+    sold = await tools.select_index(idx(snap, '"Plan"'), snap.doc_token, "Gold")
+    assert not sold.ok and 'put it back to "Basic"' in sold.to_text(), sold

@@ -24,6 +24,7 @@ from nativehost.demo.model_server import ScriptedModelServer
 pytestmark = pytest.mark.browser
 
 CHROMIUM = Path("/usr/lib/chromium/chromium")
+REPO_ROOT = Path(__file__).resolve().parents[3]
 _MODEL_ENV = ("BROWY_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 
 
@@ -52,6 +53,9 @@ def env(tmp_path: Path) -> Iterator[dict[str, str]]:
     before = _chromium_pids()
     environ = {k: v for k, v in os.environ.items() if k not in _MODEL_ENV}
     environ.update(
+        # The relay and the daemon the browser starts run this checkout's code (a git worktree
+        # shares the main venv's editable install).
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), environ.get("PYTHONPATH")])),
         BROWY_HOME=str(tmp_path / "user-home"),
         XDG_CACHE_HOME=str(tmp_path / "cache"),
         BROWY_CHROMIUM=str(CHROMIUM),
@@ -78,6 +82,8 @@ def test_browy_demo_completes_the_checkout_and_saves_screenshots(
     assert time.monotonic() - started < 40
     assert "final page: Order confirmed" in text
     assert "→ click_index(index=6)" in text  # Place order
+    assert "type_index(index=100001" in text  # the card number, in the payment provider's frame
+    assert "card ending 4242" in text
     assert "✗" not in text
     assert "demo succeeded" in text
     for name in ("final-page.png", "side-panel.png"):

@@ -129,6 +129,8 @@ def test_every_alias_names_a_real_browy_tool_with_arguments_it_accepts(tmp_path:
         "browser_wait_for": {"text": "Done"},
         "browser_resize": {"width": 800, "height": 600},
         "browser_evaluate": {"function": "() => 1"},
+        "browser_handle_dialog": {"accept": True, "promptText": "Ada"},
+        "browser_drag": {"startRef": "e3", "endRef": "7"},
     }
     for alias in ALIASES.values():
         tool = registry.get(alias.tool)

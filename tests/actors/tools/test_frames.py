@@ -1,0 +1,127 @@
+"""Cross-origin frames in a real headless Chromium (site isolation on): a frame of another site
+(out of process: a child session) and a cross-origin frame of the same site (in process) are
+listed in the same snapshot with numbers of their own, and typed into and clicked with trusted
+input at top-viewport coordinates."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from actors.tools.cdp import CdpError, ErrorCode
+from actors.tools.page import PageTools
+from tests.helpers.cdp_ws import CdpWsSession
+from tests.helpers.chromium import Chromium, PageServer, chromium_available
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not chromium_available(), reason="needs /usr/lib/chromium/chromium"),
+]
+
+TOP = """<!doctype html><title>Shop</title><h1>Checkout</h1><button id="b">Top button</button>
+<p id="out">nothing yet</p>
+<iframe id="pay" src="{other}/card.html" style="width:420px;height:160px;border:6px solid #000;
+ padding:4px;margin:40px"></iframe>
+<iframe id="news" src="{same}/news.html" style="width:300px;height:90px"></iframe>
+<script>
+addEventListener('message', (e) => {{ document.getElementById('out').textContent = e.data; }});
+</script>"""
+CARD = """<!doctype html><title>Card</title><body style="margin:0">
+<label>Card number <input id="cc" autocomplete="cc-number"></label>
+<label>Name on card <input id="name"></label>
+<button onclick="parent.postMessage('paid by ' + document.getElementById('name').value, '*')">
+Pay</button></body>"""
+NEWS = """<!doctype html><title>News</title>
+<a href="#" onclick="parent.postMessage('subscribed', '*'); return false">Subscribe</a>"""
+
+
+@pytest.fixture(scope="module")
+def sites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PageServer, PageServer]]:
+    root = tmp_path_factory.mktemp("sites")
+    (root / "card.html").write_text(CARD)
+    (root / "news.html").write_text(NEWS)
+    with PageServer(root) as top, PageServer(root) as other:
+        port = other.httpd.server_address[1]
+        (root / "top.html").write_text(
+            TOP.format(other=f"http://localhost:{port}", same=f"http://127.0.0.1:{port}")
+        )
+        yield top, other
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Chromium]:
+    with Chromium.launched() as b:
+        yield b
+
+
+@pytest.fixture
+async def tab(browser: Chromium) -> AsyncIterator[CdpWsSession]:
+    session = await CdpWsSession.open(browser.http_base)
+    try:
+        yield session
+    finally:
+        await session.close()
+
+
+def idx(text: str, needle: str) -> int:
+    for line in text.splitlines():
+        m = re.match(r"^\*?\[(\d+)\] ", line)
+        if m and needle in line:
+            return int(m.group(1))
+    raise AssertionError(f"{needle!r} not in:\n{text}")
+
+
+async def test_frames_of_another_site_and_of_the_same_site_are_listed_and_used(
+    tab: CdpWsSession, sites: tuple[PageServer, PageServer]
+) -> None:
+    await tab.navigate(sites[0].url("top.html"))
+    tools = PageTools(tab)
+    snap = await tools.inspect_page()
+    text = snap.text
+    assert re.search(r"^-- frame 1: localhost:\d+/card\.html \(another site\) --$", text, re.M)
+    assert re.search(r"^-- frame 2: 127\.0\.0\.1:\d+/news\.html \(cross-origin\) --$", text, re.M)
+    assert idx(text, '"Top button"') < 100_000
+    card, name, pay = idx(text, '"Card number"'), idx(text, '"Name on card"'), idx(text, '"Pay"')
+    assert 100_000 < card < 200_000 and 100_000 < pay < 200_000, text
+    assert re.search(rf'^\[{card}\] textbox "Card number" secret$', text, re.M), text
+    assert snap.count >= 5
+    typed = await tools.type_index(name, snap.doc_token, "Ada")
+    assert typed.ok, typed
+    clicked = await tools.click_index(pay, snap.doc_token)
+    assert clicked.ok, clicked  # the click check ran in the frame's world
+    assert await tab.evaluate("document.getElementById('out').textContent") == "paid by Ada"
+    sub = await tools.click_index(idx(text, '"Subscribe"'), snap.doc_token)
+    assert sub.ok, sub
+    assert await tab.evaluate("document.getElementById('out').textContent") == "subscribed"
+
+
+async def test_a_frame_number_is_stale_once_its_frame_loads_another_document(
+    tab: CdpWsSession, sites: tuple[PageServer, PageServer]
+) -> None:
+    await tab.navigate(sites[0].url("top.html"))
+    tools = PageTools(tab)
+    snap = await tools.inspect_page()
+    pay = idx(snap.text, '"Pay"')
+    await tab.evaluate(
+        "new Promise((done) => { const f = document.getElementById('pay');"
+        " f.onload = done; f.src += '?again'; })"
+    )
+    with pytest.raises(CdpError) as err:
+        await tools.click_index(pay, snap.doc_token)
+    assert err.value.code is ErrorCode.STALE_REF
+    again = await tools.inspect_page()
+    assert (await tools.click_index(idx(again.text, '"Pay"'), again.doc_token)).ok
+
+
+async def test_another_page_tools_on_the_same_attachment_finds_the_same_numbers(
+    tab: CdpWsSession, sites: tuple[PageServer, PageServer]
+) -> None:
+    await tab.navigate(sites[0].url("top.html"))
+    first = await PageTools(tab).inspect_page()
+    later = PageTools(tab)  # say, the next turn: the frame is attached already, unannounced
+    again = await later.inspect_page()
+    assert idx(again.text, '"Pay"') == idx(first.text, '"Pay"')
+    assert (await later.click_index(idx(again.text, '"Pay"'), again.doc_token)).ok
+    assert await tab.evaluate("document.getElementById('out').textContent") == "paid by "
