@@ -69,6 +69,7 @@ from nativehost.chaos.relay_peer import ProcessPeer
 from nativehost.chaos.report import ChaosOptions, ChaosReport
 from nativehost.chaos.run import ChaosRun
 from nativehost.daemon.instance import pid_path
+from nativehost.daemon.standby import standby_pid_path
 from nativehost.demo.model_server import ScriptedModelServer
 
 __all__ = ["run_process_chaos"]
@@ -89,6 +90,8 @@ class _ProcessRun(ChaosRun):
         super().__init__(opts, home)
         self.process_peers: list[ProcessPeer] = []
         self.daemon_pids: list[int] = []
+        #: Standby daemons (nativehost.daemon.standby): they leave with the daemon at the end.
+        self.standby_pids: list[int] = []
         self.relay_kills = 0
         self.daemon_kills = 0
         self._watcher: asyncio.Task[None] | None = None
@@ -132,10 +135,7 @@ class _ProcessRun(ChaosRun):
         await asyncio.gather(*(p.start() for p in self.process_peers))
 
     def _daemon_pid(self) -> int | None:
-        try:
-            return int(pid_path(self.home).read_text().strip())
-        except (OSError, ValueError):
-            return None
+        return _read_pid(pid_path(self.home))
 
     async def _watch_daemon(self) -> None:
         """Record every daemon pid this home's pid file names (to check and clean up later)."""
@@ -143,6 +143,9 @@ class _ProcessRun(ChaosRun):
             pid = self._daemon_pid()
             if pid is not None and pid not in self.daemon_pids and pid_alive(pid):
                 self.daemon_pids.append(pid)
+            standby = _read_pid(standby_pid_path(self.home))
+            if standby is not None and standby not in self.standby_pids and pid_alive(standby):
+                self.standby_pids.append(standby)
             await asyncio.sleep(0.05)
 
     async def _live_daemon(self, timeout: float) -> int | None:
@@ -294,6 +297,15 @@ class _ProcessRun(ChaosRun):
                 leftover.append(f"daemon {pid} did not stop on SIGTERM")
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+        # A standby leaves when its daemon exits on purpose (no pid file left behind); one that
+        # took over after a daemon_kill is a recorded daemon once its pid file names it.
+        standbys = [p for p in self.standby_pids if p not in self.daemon_pids]
+        await _until(lambda: not any(pid_alive(p) for p in standbys), 5.0)
+        for pid in standbys:
+            if pid_alive(pid) and "nativehost.daemon.process" in _cmdline(pid):
+                leftover.append(f"standby daemon {pid} did not leave with its daemon")
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         for peer in self.process_peers:
             for pid in peer.relay_pids:
                 if pid_alive(pid) and "nativehost.relay.main" in _cmdline(pid):
@@ -301,7 +313,8 @@ class _ProcessRun(ChaosRun):
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
         # A process of this home that no pid file or port recorded (e.g. a second daemon).
-        known = set(self.daemon_pids) | {p for peer in self.process_peers for p in peer.relay_pids}
+        known = set(self.daemon_pids) | set(self.standby_pids)
+        known |= {p for peer in self.process_peers for p in peer.relay_pids}
         leftover += [
             f"unrecorded daemon {pid} of this home" for pid in _home_daemons(self.home, known)
         ]
@@ -355,3 +368,10 @@ async def run_process_chaos(opts: ChaosOptions) -> ChaosReport:
     # A short path: the daemon's socket lives under BROWY_HOME/run when the path is short enough.
     with tempfile.TemporaryDirectory(prefix="browy-chaos-") as tmp:
         return await _ProcessRun(opts, Path(tmp) / "home").run()
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None

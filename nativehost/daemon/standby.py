@@ -34,7 +34,7 @@ from pathlib import Path
 from actors.runtime.backoff import RECONNECT_BUDGET_S
 from actors.runtime.private_files import open_private, write_private
 from nativehost.daemon.instance import lock_path, pid_path
-from nativehost.home import ensure_private_dir, run_dir
+from nativehost.home import run_dir
 
 __all__ = [
     "FIRST_LINK_WITHIN_S",
@@ -79,13 +79,21 @@ def wait_for_takeover(home: Path, *, prepare: Callable[[], None]) -> int | None:
 
     ``prepare`` does the imports, once the standby's slot is ours.
     """
-    ensure_private_dir(run_dir(home))
-    slot = open_private(standby_lock_path(home), os.O_RDWR)
+    # A standby never makes its home: one started just before its home was removed (a private
+    # browser's, at the end of `browy run --launch`) must leave nothing behind.
+    if not run_dir(home).is_dir():
+        return None
+    try:
+        slot = open_private(standby_lock_path(home), os.O_RDWR)
+    except FileNotFoundError:
+        return None
     lock: int | None = None
     try:
         if not _try_flock(slot):
             return None
         prepare()
+        if not run_dir(home).is_dir():
+            return None  # removed while the imports ran
         write_private(standby_pid_path(home), f"{os.getpid()}\n")
         lock = open_private(lock_path(home), os.O_RDWR)
         while not _try_flock(lock):

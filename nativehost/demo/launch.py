@@ -204,6 +204,9 @@ def launch_browser(
 
     child_env = dict(os.environ if env is None else env)
     child_env["BROWY_HOME"] = str(home)
+    # A private browser's daemon lives as long as the run: no standby (nativehost.daemon.standby)
+    # that could outlive it and its home.
+    child_env.setdefault("BROWY_DAEMON_STANDBY", "0")
     if headless is None:
         headless = wants_headless(child_env)
     args = [str(binary), *_BASE_ARGS]
