@@ -25,7 +25,14 @@ from nativehost.demo.model_server import ScriptedModelServer
 from supervisors.introspection import SupervisionEvent
 from supervisors.trees import AGENT_INTENSITY, LINK_INTENSITY
 
-__all__ = ["FD_SLACK", "RSS_SLACK_BYTES", "InvariantChecks", "PeerLike", "daemon_growth"]
+__all__ = [
+    "FD_SLACK",
+    "RSS_SLACK_BYTES",
+    "InvariantChecks",
+    "PeerLike",
+    "daemon_growth",
+    "supervision_checked",
+]
 
 FD_SLACK = 24
 RSS_SLACK_BYTES = 96 * 1024 * 1024
@@ -61,10 +68,12 @@ class PeerLike(Protocol):
 RESTART_DEADLINE_S = 5.0
 
 
-def _restarted_children(event: SupervisionEvent) -> bool:
-    """Events of the children that are restarted: the agent's actors and each link's CDPProxy
-    (a Connection, a turn and a link are temporary: their end is not a failure to restart)."""
-    if event.supervisor == "agent":
+def supervision_checked(event: SupervisionEvent) -> bool:
+    """The events ``supervised`` looks at: those of the children that are restarted — the
+    agent's actors and each link's CDPProxy — and every escalation. A Connection, a turn and a
+    link are temporary: their end is not a failure to restart (and a run need not keep one
+    event per turn it ran)."""
+    if event.kind == "escalated" or event.supervisor == "agent":
         return True
     return event.supervisor.startswith("link-") and event.child.startswith("cdp-proxy-")
 
@@ -86,7 +95,7 @@ def check_supervision(
     crash of a supervised actor shows as its exit. Returns the counts by event kind and the
     problems."""
     problems: list[str] = []
-    events = [e for e in events if _restarted_children(e) or e.kind == "escalated"]
+    events = [e for e in events if supervision_checked(e)]
     counts: dict[str, int] = {k: n for k, n in Counter(e.kind for e in events).items()}
     for name in sorted({e.supervisor for e in events}):
         max_restarts, within_s = intensity(name)

@@ -25,8 +25,10 @@ Fault kinds and their seam:
 
 Besides the invariants of both modes (:mod:`nativehost.chaos.harness`) it checks ``supervised``
 from what the daemon's agent supervisor did, and measures ``flat`` on this process, less what the
-harness's own records grew. A daemon whose supervisor escalated exits; the run starts a new one,
-as the relays would.
+harness's own records grew (:meth:`_InProcessRun._harness_bytes`: what the panels saw, what the
+fake browsers executed, the faults, the supervision events it checks, the scripted steps not yet
+taken). A daemon whose supervisor escalated exits; the run starts a new one, as the relays
+would.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from typing import Any
 
 from actors.runtime.private_files import write_private
 from actors.store.chat_store import ChatStore, sessions_dir
+from nativehost.chaos.checks import supervision_checked
 from nativehost.chaos.faults import (
     BROWSER_FAULTS,
     FRAME_FAULTS,
@@ -132,7 +135,7 @@ class _InProcessRun(ChaosRun):
             config,
             version="chaos",
             store=ChatStore(sessions_dir(self.home), fsync_fn=self.fsync),
-            observer=self.events.append,
+            observer=self._observe,
         )
         self.server = server
         self._serve_task = asyncio.ensure_future(server.serve())
@@ -148,6 +151,11 @@ class _InProcessRun(ChaosRun):
             log.warning("chaos: the daemon exited (its supervisor escalated); starting a new one")
             self.daemon_restarts += 1
             self._start_server()
+
+    def _observe(self, event: SupervisionEvent) -> None:
+        # Only what ``supervised`` checks: not one event for every turn and link of the run.
+        if supervision_checked(event):
+            self.events.append(event)
 
     def _fault_fired(self, kind: str, peer: ChaosPeer) -> None:
         self.injected.append(_Injected(kind, time.monotonic(), f"peer {peer.index}"))
@@ -165,6 +173,8 @@ class _InProcessRun(ChaosRun):
             rec = peer.send_chat(sid, number, f"{_marker(index)} please do {_tag(number)}")
             if not await self.recorder.wait_end(rec, self.opts.turn_deadline):
                 self.recorder.open.pop(sid, None)  # hung: counted from its record
+            # A turn that ended early (a fault) left steps no request will take.
+            self.model.drop_steps(_marker(index), _tag(number))
             await asyncio.sleep(self.rng.uniform(0.0, 0.05))
 
     # -- the schedule ---------------------------------------------------------------------------
@@ -281,10 +291,11 @@ class _InProcessRun(ChaosRun):
             rec.tool_outcomes,
             rec.extra_ends,
             self.injected,
+            self.events,
             *(p.browser.executed for p in self.peers),
         ]
         if self.model is not None:
-            roots.append(self.model.served_faults)
+            roots += [self.model.served_faults, self.model.pending_steps()]
         return deep_size(roots)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nativehost.chaos.checks import check_supervision
+from nativehost.chaos.checks import check_supervision, supervision_checked
 from nativehost.chaos.faults import IN_PROCESS_FAULTS, _Injected, turn_steps
 from nativehost.chaos.harness import main
 from nativehost.chaos.in_process import run_chaos
@@ -83,6 +83,15 @@ def test_open_fds_and_memory_stay_flat(report: ChaosReport) -> None:
     assert 0 < report.harness[0] < report.harness[1]
     assert len(report.rss_samples) >= 5
     assert all(b > 0 for _, b in report.rss_samples)
+
+
+def test_the_run_keeps_the_supervision_events_it_checks_not_one_per_turn() -> None:
+    assert supervision_checked(ev("session-router", "exited", 1.0))
+    assert supervision_checked(ev("cdp-proxy-3", "restarted", 1.0, sup="link-3"))
+    assert supervision_checked(ev("turn:sp-1-t0001", "escalated", 1.0, sup="turns"))
+    assert not supervision_checked(ev("turn:sp-1-t0001", "exited", 1.0, sup="turns"))
+    assert not supervision_checked(ev("connection-3", "exited", 1.0, sup="link-3"))
+    assert not supervision_checked(ev("link-3", "exited", 1.0, sup="links"))
 
 
 def test_deep_size_counts_records_once_through_containers_and_slots() -> None:
