@@ -27,8 +27,8 @@ Besides the invariants of both modes (:mod:`nativehost.chaos.harness`) it checks
 from what the daemon's agent supervisor did, and measures ``flat`` on this process, less what the
 harness's own records grew (:meth:`_InProcessRun._harness_bytes`: what the panels saw, what the
 fake browsers executed, the faults, the supervision events it checks, the scripted steps not yet
-taken). A daemon whose supervisor escalated exits; the run starts a new one, as the relays
-would.
+taken), from warm-up to the end and over the later part of the run (:data:`LATE_FROM`). A
+daemon whose supervisor escalated exits; the run starts a new one, as the relays would.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ from nativehost.chaos.faults import (
 )
 from nativehost.chaos.measure import _fds, _rss, deep_size
 from nativehost.chaos.peer import ChaosPeer
-from nativehost.chaos.report import ChaosOptions, ChaosReport
+from nativehost.chaos.report import LATE_FROM, ChaosOptions, ChaosReport
 from nativehost.chaos.run import ChaosRun
 from nativehost.config import load_config
 from nativehost.daemon.server import DaemonServer
@@ -246,6 +246,7 @@ class _InProcessRun(ChaosRun):
             await asyncio.sleep(min(60.0, 0.15 * self.opts.duration))
             warm = (_fds(), _rss(), self._harness_bytes())
             sampler = asyncio.ensure_future(self._sample_rss(report, started))
+            late = asyncio.ensure_future(self._late_start(report, started))
             await asyncio.gather(*sessions)
             faults.cancel()
             sampler.cancel()
@@ -253,10 +254,17 @@ class _InProcessRun(ChaosRun):
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await asyncio.sleep(1.0)  # late extra ends, if any, arrive now
+            late.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await late
             end = (_fds(), _rss(), self._harness_bytes())
             report.fds = (warm[0], end[0])
             report.rss = (warm[1], end[1])
             report.harness = (warm[2], end[2])
+            if report.late_window[0]:
+                report.late_window = (report.late_window[0], time.monotonic() - started)
+                report.late_rss = (report.late_rss[0], end[1])
+                report.late_harness = (report.late_harness[0], end[2])
             self.supervision = list(self.events)
         finally:
             self._stopping = True
@@ -281,6 +289,13 @@ class _InProcessRun(ChaosRun):
         while True:
             report.rss_samples.append((time.monotonic() - started, _rss()))
             await asyncio.sleep(every)
+
+    async def _late_start(self, report: ChaosReport, started: float) -> None:
+        """Mark the start of the later part of the run (:data:`LATE_FROM` of the duration)."""
+        await asyncio.sleep(max(0.0, started + LATE_FROM * self.opts.duration - time.monotonic()))
+        report.late_window = (time.monotonic() - started, 0.0)
+        report.late_rss = (_rss(), 0)
+        report.late_harness = (self._harness_bytes(), 0)
 
     def _harness_bytes(self) -> int:
         """What the harness's records hold (they grow with the turns; the daemon's do not)."""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nativehost.chaos.checks import check_supervision, supervision_checked
+from nativehost.chaos.checks import check_supervision, late_flat, supervision_checked
 from nativehost.chaos.faults import IN_PROCESS_FAULTS, _Injected, turn_steps
 from nativehost.chaos.harness import main
 from nativehost.chaos.in_process import run_chaos
@@ -83,6 +83,38 @@ def test_open_fds_and_memory_stay_flat(report: ChaosReport) -> None:
     assert 0 < report.harness[0] < report.harness[1]
     assert len(report.rss_samples) >= 5
     assert all(b > 0 for _, b in report.rss_samples)
+    # ... and so is the later part of the run (from 25% of the duration to the end).
+    assert 0.2 * CI_OPTIONS.duration < report.late_window[0] < report.late_window[1]
+    assert report.late_rss[0] > 0 and report.late_harness[0] > 0
+    assert "late" in report.as_json()
+
+
+def test_the_report_gives_the_growth_of_the_daemon_and_the_harness_over_the_later_part() -> None:
+    mib = 2**20
+    report = ChaosReport(seed=1, duration=600.0, sessions=1)
+    report.late_window = (150.0, 600.0)
+    report.late_rss = (100 * mib, 104 * mib)
+    report.late_harness = (10 * mib, 13 * mib)
+    assert report.late_daemon_growth == mib and report.late_harness_growth == 3 * mib
+    late = report.as_json()["late"]
+    assert late["daemon_mib_per_min"] == round(1 / 7.5, 3)
+    assert late["harness_mib_per_min"] == round(3 / 7.5, 3)
+    assert "late 25% -> end (150 -> 600 s, 7.5 min): daemon +1.0 MiB (+0.13 MiB/min)" in (
+        format_table(report)
+    )
+
+
+def test_flat_fails_when_the_daemon_grows_over_5_mib_in_a_long_later_part() -> None:
+    mib = 2**20
+    report = ChaosReport(seed=1, duration=3600.0, sessions=1)
+    report.late_window = (900.0, 3600.0)
+    report.late_rss = (100 * mib, 110 * mib)
+    report.late_harness = (10 * mib, 15 * mib)  # the harness's 5 MiB are not the daemon's
+    assert late_flat(report)
+    report.late_rss = (100 * mib, 111 * mib)
+    assert not late_flat(report)
+    report.late_window = (15.0, 60.0)  # a short run's later part is not judged
+    assert late_flat(report)
 
 
 def test_the_run_keeps_the_supervision_events_it_checks_not_one_per_turn() -> None:
