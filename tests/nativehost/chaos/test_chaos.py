@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from nativehost.chaos.checks import check_supervision, late_flat, supervision_ch
 from nativehost.chaos.faults import IN_PROCESS_FAULTS, _Injected, turn_steps
 from nativehost.chaos.harness import main
 from nativehost.chaos.in_process import run_chaos
-from nativehost.chaos.measure import deep_size
+from nativehost.chaos.measure import allocated, deep_size
 from nativehost.chaos.panels import TurnRecord
 from nativehost.chaos.report import ChaosOptions, ChaosReport, format_table
 from nativehost.demo.model_script import load_script
@@ -87,6 +88,24 @@ def test_open_fds_and_memory_stay_flat(report: ChaosReport) -> None:
     assert 0.2 * CI_OPTIONS.duration < report.late_window[0] < report.late_window[1]
     assert report.late_rss[0] > 0 and report.late_harness[0] > 0
     assert "late" in report.as_json()
+
+
+def test_deep_size_counts_what_the_allocator_holds_for_the_records() -> None:
+    # What deep_size misses of the harness's records is counted as the daemon's growth: it
+    # counts the allocator's blocks (16-byte steps), so never less than was asked for (what
+    # tracemalloc sees), and more by about the rounding (a 24-byte float takes 32).
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        records = [
+            TurnRecord(f"sp-{n % 16}", f"sp-{n % 16}-t{n:05d}", n, float(n), float(n + 1))
+            for n in range(20_000)
+        ]
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < deep_size(records) < 1.2 * held
+    assert allocated(1) == 16 and allocated(512) == 512 and allocated(513) == 528
 
 
 def test_the_report_gives_the_growth_of_the_daemon_and_the_harness_over_the_later_part() -> None:
