@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self
 
-from actors.runtime.ref import Child, Ref
+from actors.runtime.ref import Child, Ref, is_ref
 from supervisors.children import ChildExited, ChildSlot, ChildSpec
 from supervisors.errors import ChildStartFailed, SupervisorError, SupervisorEscalation
 from supervisors.introspection import SupervisionEvent, SupervisorInfo
@@ -232,7 +232,7 @@ class Supervisor:
     def ref(self, name: str) -> Ref[Any]:
         """The current ref of actor child ``name``; refs of earlier incarnations are stale."""
         child = self.child(name)
-        if not isinstance(child, Ref):
+        if not is_ref(child):
             raise TypeError(f"child {name!r} is not an actor")
         return child
 

@@ -21,11 +21,21 @@ import asyncio
 import enum
 from collections import deque
 from collections.abc import Callable
-from typing import Any, ClassVar, Generic, Literal, Protocol, Self, TypeVar, runtime_checkable
+from typing import (
+    Any,
+    ClassVar,
+    Generic,
+    Literal,
+    Protocol,
+    Self,
+    TypeGuard,
+    TypeVar,
+    runtime_checkable,
+)
 
 from actors.runtime.errors import ActorError, ActorStopped, AskTimeout, MailboxFull, StaleActorRef
 
-__all__ = ["ActorCell", "BoundRef", "Child", "Incarnation", "Overflow", "Ref"]
+__all__ = ["ActorCell", "BoundRef", "Child", "Incarnation", "Overflow", "Ref", "is_ref"]
 
 M = TypeVar("M")
 M_contra = TypeVar("M_contra", contravariant=True)
@@ -86,6 +96,21 @@ class Ref(Child, Protocol[M_contra]):
 
     @property
     def mailbox_depth(self) -> int: ...
+
+
+#: Whether each class fits :class:`Ref`. ``isinstance`` against a runtime-checkable protocol
+#: looks up every member of it (evaluating the properties) at each call, and a supervisor asks
+#: at every ``ref()`` (several times per turn); the answer depends on the class alone.
+_REF_CLASSES: dict[type, bool] = {}
+
+
+def is_ref(child: object) -> TypeGuard[Ref[Any]]:
+    """``isinstance(child, Ref)``, answered once per class."""
+    cls = type(child)
+    fits = _REF_CLASSES.get(cls)
+    if fits is None:
+        fits = _REF_CLASSES[cls] = isinstance(child, Ref)
+    return fits
 
 
 class Incarnation(Protocol[M_contra]):
