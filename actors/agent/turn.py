@@ -194,8 +194,9 @@ async def _end(
     try:
         # The journal records the end before the panel sees it.
         journal_kind = kind if kind in ("done", "cancelled") else "error"
+        live = code is not ErrorCode.CONNECTION_LOST
         await chat.end_turn(ticket.turn_id, journal_kind, text, code.value if code else None,
-                            message or None)  # fmt: skip
+                            message or None, delivered=live)  # fmt: skip
     except TurnStateError:
         # The turn stopped before its first record (e.g. cancelled while starting): there is
         # nothing to end in the journal, but the panel still gets its one end (section 3b).
@@ -206,8 +207,9 @@ async def _end(
         log.exception("turn %s: the journal could not record its end", ticket.turn_id)
     # Whether the panel got the end is journaled, so a daemon that dies before an end reaches
     # its panel is found out by the next one, which sends it when the session registers
-    # (protocol.md section 6). On a live link it is marked *before* the send: if the daemon
-    # dies in between, the relay ends the turn for the panel — never a second end.
+    # (protocol.md section 6). On a live link it is marked *before* the send, with the end and
+    # under its one fsync (end_turn's ``delivered``): if the daemon dies in between, the relay
+    # ends the turn for the panel — never a second end.
     if code is ErrorCode.CONNECTION_LOST:
         if await deps.ends.lost_end(ticket, end):
             with contextlib.suppress(Exception):
