@@ -39,6 +39,7 @@ from actors.agent.turn_scheduler import TurnEnded
 from actors.agent.turn_step import run_tool_step
 from actors.agent.wire_shapes import split_delta
 from actors.model.types import ModelError
+from actors.store.chat import Chat
 from actors.store.chat_turns import TurnStateError
 from actors.tools.masking import masked_tool_calls
 from messages.errors import BrowyError, ErrorCode, v1_chat_error_code
@@ -63,14 +64,20 @@ FULL_TURNS = 2
 
 
 class _ChatRef:
-    """The turn's chat, looked up in the store at each use: the store may close an idle chat
-    between two turns (and before this turn's first record), and opens it again on demand."""
+    """The turn's chat, looked up in the store again whenever the store has let it go: the
+    store may close an idle chat (before this turn's first record, or once it ended), and
+    opens it again on demand. A running chat is never closed, so during the turn this is one
+    attribute check, not a lookup of the chat's path at every record."""
 
     def __init__(self, deps: TurnDeps, scope: str, chat_id: str) -> None:
         self._deps, self._scope, self._id = deps, scope, chat_id
+        self._chat: Chat | None = None
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._deps.store.chat(self._scope, self._id), name)
+        chat, store = self._chat, self._deps.store
+        if chat is None or not store.still_open(chat):
+            chat = self._chat = store.chat(self._scope, self._id)
+        return getattr(chat, name)
 
 
 #: How long a turn cancelled while it is sending its end still waits for that end to go out.

@@ -183,6 +183,12 @@ class ChatStore:
         """Open (cached) or create a chat. Nothing is written until its first turn begins."""
         return self._open(self._path(scope, chat_id), scope, chat_id)
 
+    @staticmethod
+    def still_open(chat: Chat) -> bool:
+        """False once the store let *chat* go (or closed): get it again with :meth:`chat`. A
+        chat with a turn running is never let go."""
+        return not chat._journal.closed
+
     def _scope_chats(self, directory: Path) -> list[Chat]:
         if not directory.is_dir():
             return []
