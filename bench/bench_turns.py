@@ -24,8 +24,12 @@ Idle sessions: ``IDLE_SESSIONS`` more ``session.start`` (no turns) after a warm-
 ``tracemalloc`` snapshot difference (after a ``gc.collect()``, with the peers' logs emptied)
 divided by their number, and the top allocation sites.
 
-Goals: overhead <= 2 ms per turn, idle session <= 64 KiB. ``BENCH_TURNS_PROFILE=1`` adds a
-cProfile of one daemon run (the first concurrency; top functions by own time). About 60-80 s.
+Also printed: the journal records per turn (by kind, from the panels' journals). Goals: overhead
+<= 2 ms per turn, idle session <= 64 KiB. ``BENCH_TURNS_PROFILE=1`` adds one more, profiled,
+daemon run at the first concurrency: where a turn's CPU goes by part
+(:mod:`bench.turn_costs`: the turn, the journal, the link, the runtime, the event loop, the
+peers, and the model call the bare baseline also makes), and the top functions by own time.
+About 60-80 s (25 s more with the profile).
 """
 
 from __future__ import annotations
@@ -41,12 +45,21 @@ import statistics
 import tempfile
 import time
 import tracemalloc
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from actors.model.openai_gateway import ModelGateway
 from actors.model.types import ModelSettings
+from actors.store.journal_records import scan_records
+from bench.turn_costs import cost_table, journal_records_per_turn
+from bench.turn_peers import (
+    _connect,
+    _one_turn,
+    _Router,
+    _start_sessions,
+    _Turn,
+)
 from tests.helpers.daemon_harness import DaemonHarness, LinkPeer
 
 __all__ = ["main"]
@@ -60,7 +73,6 @@ WARMUP_TURNS = 2  # per peer, on sessions of their own, before the measurement
 OVERHEAD_GOAL_MS = 2.0
 IDLE_GOAL_BYTES = 64 * 1024
 SCRIPT = {"mode": "echo"}
-TURN_TIMEOUT = 60.0
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -73,15 +85,6 @@ def _verdict(ok: bool) -> str:
 
 
 @dataclass
-class _Turn:
-    sent: float
-    started: asyncio.Future[float]
-    done: asyncio.Future[float]
-    ended: asyncio.Future[tuple[float, str]]
-    kinds: list[str] = field(default_factory=list)
-
-
-@dataclass
 class _DaemonRun:
     concurrency: int
     wall: float
@@ -91,7 +94,8 @@ class _DaemonRun:
     errors: int
     frames: float  # session frames per turn seen at the peers
     queued: float  # of which chat.queued (position updates)
-    profile: str = ""
+    records: str = ""  # journal records per turn, by kind
+    profile: pstats.Stats | None = None
 
 
 @dataclass
@@ -100,72 +104,6 @@ class _BareRun:
     cpu: float
     latencies: list[float]
     errors: int
-
-
-class _Router:
-    """Reads one peer's frames and settles the waiting turn of each session."""
-
-    def __init__(self, peer: LinkPeer) -> None:
-        self.peer = peer
-        self.turns: dict[str, _Turn] = {}
-        self.task = asyncio.ensure_future(self._run())
-
-    def expect(self, session_id: str) -> _Turn:
-        loop = asyncio.get_running_loop()
-        turn = _Turn(
-            time.perf_counter(), loop.create_future(), loop.create_future(), loop.create_future()
-        )
-        self.turns[session_id] = turn
-        return turn
-
-    async def _run(self) -> None:
-        inbox = self.peer.inbox
-        while (msg := await inbox.get()) is not None:
-            now = time.perf_counter()
-            turn = self.turns.get(msg.get("sessionId", ""))
-            if turn is None:
-                continue
-            kind = msg["type"]
-            turn.kinds.append(kind)
-            if kind == "event.activity":
-                event = msg.get("event")
-                if event == "status.thinking" and not turn.started.done():
-                    turn.started.set_result(now)
-                elif event in ("status.idle", "status.error") and turn.done.done():
-                    turn.ended.set_result((now, event))
-            elif kind in ("chat.done", "chat.error") and not turn.done.done():
-                turn.done.set_result(now)
-        for turn in self.turns.values():
-            for fut in (turn.started, turn.done, turn.ended):
-                if not fut.done():
-                    fut.set_exception(EOFError("the daemon closed the link"))
-
-    async def close(self) -> None:
-        self.task.cancel()
-        await asyncio.gather(self.task, return_exceptions=True)
-
-
-async def _one_turn(peer: LinkPeer, router: _Router, sid: str, text: str) -> _Turn:
-    turn = router.expect(sid)
-    await peer.send({"type": "chat.send", "sessionId": sid, "text": text})
-    async with asyncio.timeout(TURN_TIMEOUT):
-        await turn.ended
-    return turn
-
-
-async def _connect(h: DaemonHarness, count: int) -> list[LinkPeer]:
-    peers = []
-    for n in range(count):
-        peer = await h.peer()
-        await peer.hello(2, install_id=f"install-{n}")
-        peers.append(peer)
-    return peers
-
-
-async def _start_sessions(peer: LinkPeer, sids: list[str]) -> None:
-    for sid in sids:  # LinkPeer.start, with room for a loaded machine
-        await peer.send({"type": "session.start", "sessionId": sid, "capabilities": []})
-        await peer.until("models.list", timeout=TURN_TIMEOUT)
 
 
 async def _measure(concurrency: int, profile: bool) -> tuple[_DaemonRun, _BareRun]:
@@ -209,12 +147,8 @@ async def _measure(concurrency: int, profile: bool) -> tuple[_DaemonRun, _BareRu
                 )
             )
             wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-            report = ""
             if profiler is not None:
                 profiler.disable()
-                out = io.StringIO()
-                pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(25)
-                report = out.getvalue()
             turns = [t for r in results for t in r]
             for router in routers:
                 await router.close()
@@ -229,11 +163,21 @@ async def _measure(concurrency: int, profile: bool) -> tuple[_DaemonRun, _BareRu
                 errors=sum(1 for t in turns if "chat.error" in t.kinds),
                 frames=sum(len(t.kinds) for t in turns) / len(turns),
                 queued=sum(t.kinds.count("chat.queued") for t in turns) / len(turns),
-                profile=report,
+                records=_records(home, len(turns)),
+                profile=pstats.Stats(profiler) if profiler is not None else None,
             )
             # The baseline: the same model server, the daemon idle.
             bare = await _bare_run(h.model.base_url, h.model.requests[first_request:], concurrency)
             return daemon, bare
+
+
+def _records(home: Path, turns: int) -> str:
+    """The journal records of the measured panels' chats, per turn, by kind."""
+    kinds: list[str] = []
+    for path in (home / "sessions").rglob("sp-*.journal"):
+        records, _ = scan_records(path.read_bytes())
+        kinds += [str(r.get("k")) for r in records if r.get("k") != "chat"]
+    return journal_records_per_turn(kinds, turns)
 
 
 async def _bare_run(base_url: str, requests: list[dict[str, Any]], concurrency: int) -> _BareRun:
@@ -334,9 +278,10 @@ def _site(stat: tracemalloc.StatisticDiff) -> str:
 
 
 async def _run(profile: bool) -> tuple[list[tuple[_DaemonRun, _BareRun]], tuple[Any, ...]]:
-    rows = []
-    for n, concurrency in enumerate(CONCURRENCIES):
-        rows.append(await _measure(concurrency, profile and n == 0))
+    rows = [await _measure(concurrency, False) for concurrency in CONCURRENCIES]
+    if profile:  # a run of its own: the profiler must not slow the measured ones
+        profiled, _ = await _measure(CONCURRENCIES[0], True)
+        rows[0][0].profile = profiled.profile
     idle = await _idle_memory()
     return rows, idle
 
@@ -377,6 +322,8 @@ def main() -> None:
         f"{d.frames:.1f} ({d.queued:.1f} chat.queued) at {d.concurrency}" for d, _ in rows
     )
     print(f"frames per turn at the peers: {frames}")
+    records = ", ".join(f"{d.records} at {d.concurrency}" for d, _ in rows)
+    print(f"journal records per turn: {records}")
     print(
         "wait: chat.send -> status.thinking; lat: status.thinking -> chat.done (daemon), one "
         "stream_turn (bare)"
@@ -399,11 +346,19 @@ def main() -> None:
         f"goal: idle session <= {IDLE_GOAL_BYTES // 1024} KiB ({idle_bytes / 1024:.1f} KiB): "
         f"{_verdict(idle_bytes <= IDLE_GOAL_BYTES)}"
     )
-    for daemon, _ in rows:
-        if daemon.profile:
+    for daemon, bare in rows:
+        if daemon.profile is not None:
+            per_turn = daemon.cpu / turns * 1e3
+            per_call = bare.cpu / len(bare.latencies) * 1e3
             print()
             print(
-                f"cProfile, daemon run, turn_concurrency {daemon.concurrency} (daemon, peers "
-                "and model server share the loop):"
+                f"where a turn's CPU goes, turn_concurrency {daemon.concurrency} (cProfile of a "
+                "run of its own; daemon, peers and model server share the loop):"
             )
-            print(daemon.profile)
+            print("\n".join(cost_table(daemon.profile, per_turn, per_call)))
+            print()
+            print("top functions by own time (the profiled run):")
+            out = io.StringIO()
+            daemon.profile.stream = out  # type: ignore[attr-defined]
+            daemon.profile.sort_stats("tottime").print_stats(25)
+            print(out.getvalue())

@@ -17,7 +17,7 @@ from typing import Any
 
 from actors.runtime.actor import Actor, spawn
 from actors.runtime.backoff import Backoff
-from actors.runtime.ref import ActorCell, BoundRef, Child, Ref
+from actors.runtime.ref import ActorCell, BoundRef, Child, is_ref
 from supervisors.introspection import RESTART_HISTORY, ChildInfo, ChildKind, Describable
 from supervisors.policy import RestartType
 
@@ -131,7 +131,7 @@ class ChildSlot:
                 child = await spawn(made, name=spec.name, cell=self.cell)
             else:
                 child = await made
-                if isinstance(child, Ref):
+                if is_ref(child):
                     child = child.rebind(self.cell)  # old refs to this slot become stale
             self.kind = _kind_of(child)
         self.instance += 1
@@ -171,7 +171,7 @@ class ChildSlot:
             "kind": self.kind,
             "restart": self.spec.restart.value,
             "state": "running" if running else "restarting" if self.restarting else "stopped",
-            "mailbox_depth": child.mailbox_depth if isinstance(child, Ref) else None,
+            "mailbox_depth": child.mailbox_depth if is_ref(child) else None,
             "restarts": self.restarts,
             "restart_times": list(self.restart_times),
             "uptime_s": self.clock() - self.started_at if running else None,
@@ -184,7 +184,7 @@ def _kind_of(child: Child) -> ChildKind:
         return child.kind
     if isinstance(child, Describable):
         return "supervisor"
-    return "actor" if isinstance(child, Ref) else "task"
+    return "actor" if is_ref(child) else "task"
 
 
 async def _watch(

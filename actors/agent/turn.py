@@ -39,6 +39,7 @@ from actors.agent.turn_scheduler import TurnEnded
 from actors.agent.turn_step import run_tool_step
 from actors.agent.wire_shapes import split_delta
 from actors.model.types import ModelError
+from actors.store.chat import Chat
 from actors.store.chat_turns import TurnStateError
 from actors.tools.masking import masked_tool_calls
 from messages.errors import BrowyError, ErrorCode, v1_chat_error_code
@@ -63,14 +64,20 @@ FULL_TURNS = 2
 
 
 class _ChatRef:
-    """The turn's chat, looked up in the store at each use: the store may close an idle chat
-    between two turns (and before this turn's first record), and opens it again on demand."""
+    """The turn's chat, looked up in the store again whenever the store has let it go: the
+    store may close an idle chat (before this turn's first record, or once it ended), and
+    opens it again on demand. A running chat is never closed, so during the turn this is one
+    attribute check, not a lookup of the chat's path at every record."""
 
     def __init__(self, deps: TurnDeps, scope: str, chat_id: str) -> None:
         self._deps, self._scope, self._id = deps, scope, chat_id
+        self._chat: Chat | None = None
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._deps.store.chat(self._scope, self._id), name)
+        chat, store = self._chat, self._deps.store
+        if chat is None or not store.still_open(chat):
+            chat = self._chat = store.chat(self._scope, self._id)
+        return getattr(chat, name)
 
 
 #: How long a turn cancelled while it is sending its end still waits for that end to go out.
@@ -200,8 +207,9 @@ async def _end(
     try:
         # The journal records the end before the panel sees it.
         journal_kind = kind if kind in ("done", "cancelled") else "error"
+        live = code is not ErrorCode.CONNECTION_LOST
         await chat.end_turn(ticket.turn_id, journal_kind, text, code.value if code else None,
-                            message or None)  # fmt: skip
+                            message or None, delivered=live)  # fmt: skip
     except TurnStateError:
         # The turn stopped before its first record (e.g. cancelled while starting): there is
         # nothing to end in the journal, but the panel still gets its one end (section 3b).
@@ -212,8 +220,9 @@ async def _end(
         log.exception("turn %s: the journal could not record its end", ticket.turn_id)
     # Whether the panel got the end is journaled, so a daemon that dies before an end reaches
     # its panel is found out by the next one, which sends it when the session registers
-    # (protocol.md section 6). On a live link it is marked *before* the send: if the daemon
-    # dies in between, the relay ends the turn for the panel — never a second end.
+    # (protocol.md section 6). On a live link it is marked *before* the send, with the end and
+    # under its one fsync (end_turn's ``delivered``): if the daemon dies in between, the relay
+    # ends the turn for the panel — never a second end.
     if code is ErrorCode.CONNECTION_LOST:
         if await deps.ends.lost_end(ticket, end):
             with contextlib.suppress(Exception):

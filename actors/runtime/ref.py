@@ -98,25 +98,19 @@ class Ref(Child, Protocol[M_contra]):
     def mailbox_depth(self) -> int: ...
 
 
-#: Classes already known to fit ``Ref``: see :func:`is_ref`.
-_REF_TYPES: set[type] = set()
+#: Whether each class fits :class:`Ref`. ``isinstance`` against a runtime-checkable protocol
+#: looks up every member of it (evaluating the properties) at each call, and a supervisor asks
+#: at every ``ref()`` (several times per turn); the answer depends on the class alone.
+_REF_CLASSES: dict[type, bool] = {}
 
 
-def is_ref(obj: object) -> TypeGuard[Ref[Any]]:
-    """``isinstance(obj, Ref)``, remembered per class.
-
-    A ``runtime_checkable`` check walks the protocol's members on every call (about 10-30 µs on
-    Python 3.11), and a supervisor's ``ref(name)`` is on the path of every frame a link
-    delivers; whether a class has a ref's members does not change, so a class that fits is
-    remembered.
-    """
-    cls = type(obj)
-    if cls in _REF_TYPES:
-        return True
-    if isinstance(obj, Ref):
-        _REF_TYPES.add(cls)
-        return True
-    return False
+def is_ref(child: object) -> TypeGuard[Ref[Any]]:
+    """``isinstance(child, Ref)``, answered once per class."""
+    cls = type(child)
+    fits = _REF_CLASSES.get(cls)
+    if fits is None:
+        fits = _REF_CLASSES[cls] = isinstance(child, Ref)
+    return fits
 
 
 class Incarnation(Protocol[M_contra]):

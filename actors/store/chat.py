@@ -227,10 +227,15 @@ class Chat:
         text: str,
         code: str | None = None,
         message: str | None = None,
+        *,
+        delivered: bool = False,
     ) -> None:
-        """Record the turn's end (``text``: all its assistant text, as in ``chat.done``), then
-        fsync the journal on a worker thread. Cancelling the await does not cancel the fsync."""
+        """Record the turn's end (``text``: all its assistant text, as in ``chat.done``) and,
+        with ``delivered``, that it is about to reach its panel (:meth:`mark_delivered`), then
+        fsync both at once on a worker thread. Cancelling the await does not cancel the fsync."""
         self._end(turn_id, outcome, text, code, message, cut=False)
+        if delivered:
+            self.mark_delivered(turn_id)
         await self._sync(self)
 
     def mark_ended(

@@ -55,6 +55,7 @@ Errors::
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -136,23 +137,57 @@ class ChatStore:
 
     def _evict(self) -> None:
         """Keep at most ``MAX_OPEN_CHATS`` chats in memory, each with its file open: the least
-        recently used idle ones (no turn running, nothing waiting for fsync) are closed. A
-        long-running daemon would otherwise hold every chat it ever listed, and its descriptor.
-        A closed chat is read again from its journal when next needed."""
-        while len(self._chats) > MAX_OPEN_CHATS:
-            candidates = list(self._chats.items())[:-1]  # never the chat being opened
-            for path, chat in candidates:  # least recently used first
-                unsynced = self._fsync and chat._journal.dirty
-                if not chat.running and not unsynced:
-                    chat._journal.close()
-                    del self._chats[path]
+        recently used idle ones (no turn running) are closed. A long-running daemon would
+        otherwise hold every chat it ever opened, and its descriptor. A closed chat is read again
+        from its journal when next needed.
+
+        What a closed chat wrote since its last fsync (a turn end's ``delivered`` mark, which is
+        written after the end's fsync) is handed to a worker thread first: it is on the OS
+        already, and the job owns a duplicate of the descriptor."""
+        excess = len(self._chats) - MAX_OPEN_CHATS
+        if excess <= 0:
+            return
+        closing: list[tuple[Path, Chat]] = []
+        for path, chat in itertools.islice(self._chats.items(), len(self._chats) - 1):
+            # least recently used first; never the chat being opened (the last one)
+            if not chat.running:
+                closing.append((path, chat))
+                if len(closing) == excess:
                     break
-            else:
-                return  # every cached chat is busy: keep them
+        for path, chat in closing:
+            self._start_sync(chat)
+            chat._journal.close()
+            del self._chats[path]
+
+    def _start_sync(self, chat: Chat) -> asyncio.Future[None] | None:
+        """Hand the fsync of what *chat* wrote since its last one to a worker thread, and return
+        its future; None when there is nothing to sync. Without a running event loop (a
+        synchronous caller) it is done here and now."""
+        job = chat._journal.sync_job(self._fsync_fn) if self._fsync else None
+        if job is None:
+            return None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            job()
+            return None
+        if self.run_job is not None:
+            future: asyncio.Future[None] = asyncio.ensure_future(self.run_job(job))
+        else:
+            future = loop.run_in_executor(None, job)
+        self._syncing.add(future)
+        future.add_done_callback(self._syncing.discard)
+        return future
 
     def chat(self, scope: str, chat_id: str) -> Chat:
         """Open (cached) or create a chat. Nothing is written until its first turn begins."""
         return self._open(self._path(scope, chat_id), scope, chat_id)
+
+    @staticmethod
+    def still_open(chat: Chat) -> bool:
+        """False once the store let *chat* go (or closed): get it again with :meth:`chat`. A
+        chat with a turn running is never let go."""
+        return not chat._journal.closed
 
     def _scope_chats(self, directory: Path) -> list[Chat]:
         if not directory.is_dir():
@@ -233,16 +268,9 @@ class ChatStore:
 
     async def sync(self, chat: Chat) -> None:
         """fsync what ``chat`` wrote since its last sync, on a worker thread (never the loop)."""
-        job = chat._journal.sync_job(self._fsync_fn) if self._fsync else None
-        if job is None:
-            return
-        if self.run_job is not None:
-            future: asyncio.Future[None] = asyncio.ensure_future(self.run_job(job))
-        else:
-            future = asyncio.get_running_loop().run_in_executor(None, job)
-        self._syncing.add(future)
-        future.add_done_callback(self._syncing.discard)
-        await asyncio.shield(future)
+        future = self._start_sync(chat)
+        if future is not None:
+            await asyncio.shield(future)
 
     async def close(self) -> None:
         """fsync what is unsynced, wait for the fsyncs in flight, close every journal.

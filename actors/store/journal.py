@@ -202,6 +202,11 @@ class Journal:
         return self._fd
 
     @property
+    def closed(self) -> bool:
+        """Closed (the store let its chat go, or the store closed): appends raise."""
+        return self._closed
+
+    @property
     def dirty(self) -> bool:
         """Written since the last fsync job was handed out."""
         return self._dirty

@@ -147,6 +147,10 @@ class ToolHints:
     open_world: bool  # reaches pages and the network
 
 
+#: Tool lists kept by :meth:`ToolCatalog.definitions` (one per combination of toggles in use).
+_OFFERED_KEPT = 64
+
+
 class ToolCatalog:
     """The registry read for a session: its policy, the tools offered to its model, and what a
     tool is. Reads only; the registry does not change once built."""
@@ -154,6 +158,9 @@ class ToolCatalog:
     def __init__(self, registry: Registry, settings: Callable[[], ToolSettings]) -> None:
         self.registry = registry
         self._settings = settings
+        #: The model's tool list per (policy, browser, protocol): every turn of a session asks
+        #: for the same one. Bounded: a session's toggles make a key, and few are in use.
+        self._offered: dict[tuple[ToolPolicy, bool, int], list[dict[str, Any]]] = {}
 
     def policy(
         self, disabled: frozenset[str], enabled_host: frozenset[str], protocol: int
@@ -171,14 +178,22 @@ class ToolCatalog:
     def definitions(
         self, policy: ToolPolicy, *, browser: bool, protocol: int
     ) -> list[dict[str, Any]]:
-        """The OpenAI ``tools`` entries offered to the model of such a session."""
+        """The OpenAI ``tools`` entries offered to the model of such a session (shared, like
+        the entries: callers must not modify the list)."""
+        key = (policy, browser, protocol)
+        offered = self._offered.get(key)
+        if offered is not None:
+            return offered
 
         def keep(name: str) -> bool:
             return (browser or name in HOST_SIDE_TOOLS) and (
                 protocol >= 2 or name not in V2_ONLY_TOOLS
             )
 
-        return self.registry.definitions(policy, keep)
+        if len(self._offered) >= _OFFERED_KEPT:
+            self._offered.clear()
+        offered = self._offered[key] = self.registry.definitions(policy, keep)
+        return offered
 
     def client_definitions(
         self, policy: ToolPolicy, *, host_tools: frozenset[str]

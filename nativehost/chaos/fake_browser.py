@@ -10,6 +10,7 @@ reported unknown" (:mod:`nativehost.chaos.checks`). Both peers use it:
 from __future__ import annotations
 
 import itertools
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -66,13 +67,15 @@ class FakeBrowser:
         return {**self.tabs[tab_id], "active": tab_id == self.active}
 
     def execute(self, msg: dict[str, Any]) -> tuple[Executed, bool, Any]:
-        """Carry out one host request; returns (its record, ok, result or error text)."""
-        kind = str(msg.get("type"))
+        """Carry out one host request; returns (its record, ok, result or error text). The
+        words its records repeat (session ids, operations) are interned: a soak keeps one
+        record per page-changing command."""
+        kind = sys.intern(str(msg.get("type")))
         call_id = str(msg.get("callId"))
-        sid = str(msg.get("sessionId"))
+        sid = sys.intern(str(msg.get("sessionId")))
         now = time.monotonic()
         if kind == "cdp.send":
-            method = str(msg.get("method"))
+            method = sys.intern(str(msg.get("method")))
             changing = method in PAGE_CHANGING_CDP or method.startswith("Input.")
             params = msg.get("params") or {}
             rec = Executed(call_id, sid, method, str(params.get("url", "")), changing, now)

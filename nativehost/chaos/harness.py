@@ -23,14 +23,19 @@ Invariants checked after every run (a non-zero exit if one fails):
   ``error``; none is ever reported ``error``;
 - ``journaled``: every turn that ended in ``chat.done`` is in its chat's journal with an end;
 - ``recovered``: after every fault, a turn sent later completed (``lost = 0``);
-- ``flat``: open file descriptors and memory do not grow over the run;
+- ``flat``: open file descriptors and memory do not grow over the run; in-process, the daemon's
+  memory (this process's RSS less what the harness's own records hold) grows by at most 5 MiB
+  over the later part of the run (from 25% of the duration to the end, once the daemon's bounded
+  structures are full), judged when that part lasts 7.5 minutes or more;
 - ``supervised`` (in-process): every exit of a supervised agent actor was followed by its restart
   within 5 s, restarts stayed within the restart intensity, more exits than it allows escalated,
   and every injected crash shows as an exit (:func:`nativehost.chaos.checks.check_supervision`).
   A daemon whose supervisor escalated exits; the harness starts a new one, as the relays would.
 
 The report (JSON, plus a human table) has faults injected by kind, turns run, completed, definite
-errors, hung, duplicated, lost, and the recovery time p50/p99 per fault kind.
+errors, hung, duplicated, lost, the recovery time p50/p99 per fault kind, and memory: the
+growth of the daemon and of the harness's records over the later part of the run (in MiB and MiB
+per minute: a one-hour run's last 45 minutes).
 
 The harness's other modules: :mod:`nativehost.chaos.faults` (the fault kinds, the fsync and
 crash-on-cue seams, the scripted model's steps), :mod:`nativehost.chaos.report` (options, the

@@ -25,8 +25,10 @@ Fault kinds and their seam:
 
 Besides the invariants of both modes (:mod:`nativehost.chaos.harness`) it checks ``supervised``
 from what the daemon's agent supervisor did, and measures ``flat`` on this process, less what the
-harness's own records grew. A daemon whose supervisor escalated exits; the run starts a new one,
-as the relays would.
+harness's own records grew (:meth:`_InProcessRun._harness_bytes`: what the panels saw, what the
+fake browsers executed, the faults, the supervision events it checks, the scripted steps not yet
+taken), from warm-up to the end and over the later part of the run (:data:`LATE_FROM`). A
+daemon whose supervisor escalated exits; the run starts a new one, as the relays would.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from typing import Any
 
 from actors.runtime.private_files import write_private
 from actors.store.chat_store import ChatStore, sessions_dir
+from nativehost.chaos.checks import supervision_checked
 from nativehost.chaos.faults import (
     BROWSER_FAULTS,
     FRAME_FAULTS,
@@ -57,7 +60,7 @@ from nativehost.chaos.faults import (
 )
 from nativehost.chaos.measure import _fds, _rss, deep_size
 from nativehost.chaos.peer import ChaosPeer
-from nativehost.chaos.report import ChaosOptions, ChaosReport
+from nativehost.chaos.report import LATE_FROM, ChaosOptions, ChaosReport
 from nativehost.chaos.run import ChaosRun
 from nativehost.config import load_config
 from nativehost.daemon.server import DaemonServer
@@ -132,7 +135,7 @@ class _InProcessRun(ChaosRun):
             config,
             version="chaos",
             store=ChatStore(sessions_dir(self.home), fsync_fn=self.fsync),
-            observer=self.events.append,
+            observer=self._observe,
         )
         self.server = server
         self._serve_task = asyncio.ensure_future(server.serve())
@@ -148,6 +151,11 @@ class _InProcessRun(ChaosRun):
             log.warning("chaos: the daemon exited (its supervisor escalated); starting a new one")
             self.daemon_restarts += 1
             self._start_server()
+
+    def _observe(self, event: SupervisionEvent) -> None:
+        # Only what ``supervised`` checks: not one event for every turn and link of the run.
+        if supervision_checked(event):
+            self.events.append(event)
 
     def _fault_fired(self, kind: str, peer: ChaosPeer) -> None:
         self.injected.append(_Injected(kind, time.monotonic(), f"peer {peer.index}"))
@@ -165,6 +173,8 @@ class _InProcessRun(ChaosRun):
             rec = peer.send_chat(sid, number, f"{_marker(index)} please do {_tag(number)}")
             if not await self.recorder.wait_end(rec, self.opts.turn_deadline):
                 self.recorder.open.pop(sid, None)  # hung: counted from its record
+            # A turn that ended early (a fault) left steps no request will take.
+            self.model.drop_steps(_marker(index), _tag(number))
             await asyncio.sleep(self.rng.uniform(0.0, 0.05))
 
     # -- the schedule ---------------------------------------------------------------------------
@@ -238,6 +248,7 @@ class _InProcessRun(ChaosRun):
             await asyncio.sleep(min(60.0, 0.15 * self.opts.duration))
             warm = (_fds(), _rss(), self._harness_bytes())
             sampler = asyncio.ensure_future(self._sample_rss(report, started))
+            late = asyncio.ensure_future(self._late_start(report, started))
             await asyncio.gather(*sessions)
             faults.cancel()
             sampler.cancel()
@@ -245,10 +256,17 @@ class _InProcessRun(ChaosRun):
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await asyncio.sleep(1.0)  # late extra ends, if any, arrive now
+            late.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await late
             end = (_fds(), _rss(), self._harness_bytes())
             report.fds = (warm[0], end[0])
             report.rss = (warm[1], end[1])
             report.harness = (warm[2], end[2])
+            if report.late_window[0]:
+                report.late_window = (report.late_window[0], time.monotonic() - started)
+                report.late_rss = (report.late_rss[0], end[1])
+                report.late_harness = (report.late_harness[0], end[2])
             self.supervision = list(self.events)
         finally:
             self._stopping = True
@@ -275,6 +293,13 @@ class _InProcessRun(ChaosRun):
             report.rss_samples.append((time.monotonic() - started, _rss()))
             await asyncio.sleep(every)
 
+    async def _late_start(self, report: ChaosReport, started: float) -> None:
+        """Mark the start of the later part of the run (:data:`LATE_FROM` of the duration)."""
+        await asyncio.sleep(max(0.0, started + LATE_FROM * self.opts.duration - time.monotonic()))
+        report.late_window = (time.monotonic() - started, 0.0)
+        report.late_rss = (_rss(), 0)
+        report.late_harness = (self._harness_bytes(), 0)
+
     def _harness_bytes(self) -> int:
         """What the harness's records hold (they grow with the turns; the daemon's do not)."""
         rec = self.recorder
@@ -284,10 +309,11 @@ class _InProcessRun(ChaosRun):
             rec.tool_outcomes,
             rec.extra_ends,
             self.injected,
+            self.events,
             *(p.browser.executed for p in self.peers),
         ]
         if self.model is not None:
-            roots.append(self.model.served_faults)
+            roots += [self.model.served_faults, self.model.pending_steps()]
         return deep_size(roots)
 
 

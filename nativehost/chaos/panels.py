@@ -10,6 +10,7 @@ its records; the harness is described in :mod:`nativehost.chaos.harness`.
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -36,7 +37,9 @@ class Recorder:
     """What the panels saw, shared by every peer of a run.
 
     It keeps a few small fields per turn (a one-hour soak runs ~100k turns in the same process as
-    the daemon it measures for flat memory): the end, and each tool call's outcome.
+    the daemon it measures for flat memory): the end, and each tool call's outcome. Words that
+    repeat (end types, codes, outcomes) are interned and a turn's id is kept once, so a turn
+    costs about as much as its record.
     """
 
     def __init__(self) -> None:
@@ -71,19 +74,22 @@ class Recorder:
     def tool_result(self, msg: dict[str, Any]) -> None:
         outcome = msg.get("outcome")
         if isinstance(outcome, str):
-            self.tool_outcomes[str(msg.get("callId"))] = outcome
+            self.tool_outcomes[str(msg.get("callId"))] = sys.intern(outcome)
 
     def ended(
         self, session_id: str, end_type: str, code: str | None, turn_id: str | None = None
     ) -> None:
         # The extension's worker drops a second end of a turn it already saw end (v2 ends carry
         # the turnId; extension/lib/background.js isSecondEnd): so does this stand-in.
+        end_type, code = sys.intern(end_type), None if code is None else sys.intern(code)
         if turn_id is not None:
             if turn_id in self.ended_turn_ids:
                 self.second_ends_dropped += 1
                 return
-            self.ended_turn_ids.add(turn_id)
             current = self.open.get(session_id)
+            if current is not None and current.turn_id == turn_id:
+                turn_id = current.turn_id  # the record's own string: the id is kept once
+            self.ended_turn_ids.add(turn_id)
             if current is not None and current.turn_id != turn_id:
                 # An end for another turn than the one open: never let it close this one.
                 self.extra_ends.append((session_id, end_type, time.monotonic()))

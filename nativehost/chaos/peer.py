@@ -28,6 +28,7 @@ import contextlib
 import logging
 import random
 import struct
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -295,7 +296,7 @@ class ChaosPeer(PanelSide):
 
     async def _answer(self, msg: dict[str, Any]) -> None:
         rec, ok, value = self.browser.execute(msg)
-        rec.link = f"{self.index}/{self.links}"
+        rec.link = sys.intern(f"{self.index}/{self.links}")
         fault: str | None = None
         if rec.page_changing and self.armed_browser:
             fault = self.armed_browser.pop(0)

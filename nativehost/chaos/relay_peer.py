@@ -314,7 +314,7 @@ class ProcessPeer(PanelSide):
     async def _answer(self, relay: _Relay, msg: dict[str, Any]) -> None:
         rec, ok, value = self.browser.execute(msg)
         # Call ids are per daemon connection: the relay's port and the daemon that asked.
-        rec.link = f"{self.index}/{relay.generation}/{self.daemon_pid()}"
+        rec.link = sys.intern(f"{self.index}/{relay.generation}/{self.daemon_pid()}")
         answer: dict[str, Any] = {
             "type": "tool.result",
             "sessionId": rec.session_id,

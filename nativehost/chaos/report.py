@@ -16,7 +16,14 @@ from typing import Any
 
 from nativehost.chaos.faults import ACTOR_TARGETS, IN_PROCESS_FAULTS
 
-__all__ = ["INVARIANTS", "TURN_DEADLINE_S", "ChaosOptions", "ChaosReport", "format_table"]
+__all__ = [
+    "INVARIANTS",
+    "LATE_FROM",
+    "TURN_DEADLINE_S",
+    "ChaosOptions",
+    "ChaosReport",
+    "format_table",
+]
 
 INVARIANTS = (
     "one_end",
@@ -30,6 +37,11 @@ INVARIANTS = (
 )
 
 TURN_DEADLINE_S = 45.0
+#: Where the later part of a run starts, as a share of its duration: by then the daemon's
+#: bounded structures are full, so what it grows by from there to the end is what still leaks
+#: (the one-hour soak's "last 45 minutes").
+LATE_FROM = 0.25
+MIB = 2**20
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,6 +85,11 @@ class ChaosReport:
     #: grow with the turns run and are not the daemon's, so ``flat`` leaves them out.
     harness: tuple[int, int] = (0, 0)
     rss_samples: list[tuple[float, int]] = field(default_factory=list)  # (seconds in, bytes)
+    #: The later part of the run (in-process mode), from :data:`LATE_FROM` of the duration to
+    #: the end: (seconds in at its start, at its end), and RSS and the harness's records at both.
+    late_window: tuple[float, float] = (0.0, 0.0)
+    late_rss: tuple[int, int] = (0, 0)
+    late_harness: tuple[int, int] = (0, 0)
     invariants: dict[str, bool] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     mode: str = "in-process"
@@ -82,6 +99,41 @@ class ChaosReport:
     @property
     def ok(self) -> bool:
         return all(self.invariants.values())
+
+    @property
+    def daemon_growth(self) -> int:
+        """RSS growth from warm to end less the growth of the harness's own records."""
+        return (self.rss[1] - self.rss[0]) - (self.harness[1] - self.harness[0])
+
+    @property
+    def late_minutes(self) -> float:
+        return max(0.0, self.late_window[1] - self.late_window[0]) / 60
+
+    @property
+    def late_daemon_growth(self) -> int:
+        """What the daemon grew by over the later part of the run (RSS less the harness's
+        records); 0 when it was not measured."""
+        if not self.late_minutes:
+            return 0
+        return (self.late_rss[1] - self.late_rss[0]) - (self.late_harness[1] - self.late_harness[0])
+
+    @property
+    def late_harness_growth(self) -> int:
+        return self.late_harness[1] - self.late_harness[0] if self.late_minutes else 0
+
+    def _late_json(self) -> dict[str, Any]:
+        minutes = self.late_minutes
+        per_min = (lambda b: round(b / MIB / minutes, 3)) if minutes else (lambda b: 0.0)
+        return {
+            "from_s": round(self.late_window[0], 1),
+            "to_s": round(self.late_window[1], 1),
+            "rss_bytes": {"start": self.late_rss[0], "end": self.late_rss[1]},
+            "harness_record_bytes": {"start": self.late_harness[0], "end": self.late_harness[1]},
+            "daemon_growth_bytes": self.late_daemon_growth,
+            "daemon_mib_per_min": per_min(self.late_daemon_growth),
+            "harness_growth_bytes": self.late_harness_growth,
+            "harness_mib_per_min": per_min(self.late_harness_growth),
+        }
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -104,6 +156,8 @@ class ChaosReport:
             "open_fds": {"warm": self.fds[0], "end": self.fds[1]},
             "rss_bytes": {"warm": self.rss[0], "end": self.rss[1]},
             "harness_record_bytes": {"warm": self.harness[0], "end": self.harness[1]},
+            "daemon_growth_bytes": self.daemon_growth,
+            **({"late": self._late_json()} if self.late_minutes else {}),
             "rss_samples": [[round(t, 1), b] for t, b in self.rss_samples],
             **({"processes": self.processes} if self.mode == "process" else {}),
             **({"supervision": self.supervision} if self.mode != "process" else {}),
@@ -142,6 +196,15 @@ def format_table(report: ChaosReport) -> str:
             else ""
         ),
     ]
+    if report.late_minutes:
+        minutes = report.late_minutes
+        daemon, harness = report.late_daemon_growth / MIB, report.late_harness_growth / MIB
+        lines.append(
+            f"late {LATE_FROM:.0%} -> end ({report.late_window[0]:.0f} -> "
+            f"{report.late_window[1]:.0f} s, {minutes:.1f} min): daemon {daemon:+.1f} MiB "
+            f"({daemon / minutes:+.2f} MiB/min), the harness's records {harness:+.1f} MiB "
+            f"({harness / minutes:+.2f} MiB/min)"
+        )
     if report.processes:
         lines.append("processes " + "   ".join(f"{k} {v}" for k, v in report.processes.items()))
     if report.supervision:

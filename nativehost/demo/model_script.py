@@ -289,6 +289,21 @@ class StepQueue:
             return step
         return None
 
+    def drop(self, session: str, user_contains: str) -> int:
+        """Forget the steps of *session* that match on *user_contains* and were never taken
+        (their turn ended early: a fault, a cancel); returns how many. A long run that scripts
+        each turn as it starts would otherwise keep every turn's leftovers, and scan them."""
+        remaining = self._by_session.get(session, [])
+        kept = [e for e in remaining if e[0].user_contains != user_contains]
+        dropped = len(remaining) - len(kept)
+        if dropped:
+            self._by_session[session] = kept
+        return dropped
+
+    def pending(self) -> list[Step]:
+        """The steps not taken yet (every session's), in no particular order."""
+        return [entry[0] for entries in self._by_session.values() for entry in entries]
+
 
 # -- what a step answers, in either API -----------------------------------------------------
 

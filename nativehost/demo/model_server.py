@@ -19,7 +19,8 @@ Observability for tests: :attr:`ScriptedModelServer.requests` holds every reques
 :attr:`~ScriptedModelServer.served_faults` the steps with a fault that a request reached, and
 :attr:`~ScriptedModelServer.client_disconnected` is set when a client goes away before its
 response was complete (``disconnect_count`` counts them). A running server takes more steps with
-:meth:`~ScriptedModelServer.extend` (a long run scripts each turn just before it starts).
+:meth:`~ScriptedModelServer.extend` (a long run scripts each turn just before it starts) and
+forgets the steps of a turn that ended early with :meth:`~ScriptedModelServer.drop_steps`.
 
 The server binds 127.0.0.1 by default.
 """
@@ -224,6 +225,15 @@ class ScriptedModelServer:
     def extend(self, steps: Sequence[object]) -> None:
         """Append *steps* (raw step objects, as in a script's ``steps``) to the running script."""
         self._queue.extend([parse_step(s, f"extend[{n}]") for n, s in enumerate(steps)])
+
+    def drop_steps(self, session: str, user_contains: str) -> int:
+        """Forget the steps of *session* matching *user_contains* that no request took (see
+        :meth:`StepQueue.drop`); returns how many."""
+        return self._queue.drop(session, user_contains)
+
+    def pending_steps(self) -> list[Step]:
+        """The steps no request has taken yet."""
+        return self._queue.pending()
 
     def _record(self, body: dict[str, Any]) -> None:
         self.request_count += 1

@@ -601,6 +601,25 @@ async def test_fsync_runs_once_at_turn_end_on_a_worker_thread(tmp_path: Path) ->
         store.chat("default", "sp-1")
 
 
+async def test_an_end_marked_delivered_is_synced_with_it_and_leaves_nothing_unsynced(
+    tmp_path: Path,
+) -> None:
+    # The delivered mark used to follow the end's fsync, leaving every finished chat unsynced
+    # (so never closed by the cache) until its next turn.
+    synced: list[int] = []
+    store = make_store(tmp_path, fsync=True, fsync_fn=synced.append)
+    chat = store.chat("default", "sp-1")
+    chat.begin_turn("t1", "hi", None)
+    await chat.end_turn("t1", "done", "hello", delivered=True)
+    count = len(synced)
+    assert chat.undelivered_end() is None
+    assert not chat._journal.dirty
+    await store.close()
+    assert len(synced) == count  # nothing was left for close to sync
+    records, _ = scan_records(journal_path(tmp_path, "default", "sp-1").read_bytes())
+    assert [r["k"] for r in records][-2:] == ["end", "delivered"]
+
+
 async def test_close_syncs_records_written_after_the_last_turn_end(tmp_path: Path) -> None:
     synced: list[int] = []
     store = make_store(tmp_path)

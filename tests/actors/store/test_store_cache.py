@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -31,6 +32,36 @@ async def test_idle_chats_beyond_the_limit_are_closed_and_read_again_on_demand(
         ("assistant", "answer 0"),
     ]
     assert len(store.list_chats("default")) == MAX_OPEN_CHATS + 20
+    await store.close()
+
+
+async def test_chats_whose_end_was_marked_delivered_are_closed_too_and_their_mark_synced(
+    tmp_path: Path,
+) -> None:
+    # A turn's end is fsynced, then marked delivered: that mark left the journal unsynced, and
+    # an unsynced chat was never closed, so a daemon kept every chat it ever ran open.
+    synced: list[int] = []
+
+    def fsync(fd: int) -> None:
+        synced.append(fd)
+        os.fsync(fd)
+
+    store = ChatStore(tmp_path / "sessions", fsync_fn=fsync)
+    before = _open_fds()
+    chats = MAX_OPEN_CHATS * 2
+    for i in range(chats):
+        chat = store.chat("default", f"sp-{i}")
+        chat.begin_turn(f"t{i}", f"question {i}", None)
+        await chat.end_turn(f"t{i}", "done", f"answer {i}")
+        chat.mark_delivered(f"t{i}")
+    assert len(store._chats) <= MAX_OPEN_CHATS
+    assert _open_fds() - before <= MAX_OPEN_CHATS
+    await asyncio.gather(*store._syncing)
+    # Each closed chat's delivered mark was synced as it was closed (the end's fsync, then the
+    # mark's, plus the new directory once).
+    assert len(synced) >= chats + MAX_OPEN_CHATS
+    reopened = store.chat("default", "sp-0")
+    assert reopened.undelivered_end() is None  # the mark was kept
     await store.close()
 
 

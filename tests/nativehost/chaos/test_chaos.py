@@ -6,15 +6,16 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
-from nativehost.chaos.checks import check_supervision
+from nativehost.chaos.checks import check_supervision, late_flat, supervision_checked
 from nativehost.chaos.faults import IN_PROCESS_FAULTS, _Injected, turn_steps
 from nativehost.chaos.harness import main
 from nativehost.chaos.in_process import run_chaos
-from nativehost.chaos.measure import deep_size
+from nativehost.chaos.measure import allocated, deep_size
 from nativehost.chaos.panels import TurnRecord
 from nativehost.chaos.report import ChaosOptions, ChaosReport, format_table
 from nativehost.demo.model_script import load_script
@@ -83,6 +84,65 @@ def test_open_fds_and_memory_stay_flat(report: ChaosReport) -> None:
     assert 0 < report.harness[0] < report.harness[1]
     assert len(report.rss_samples) >= 5
     assert all(b > 0 for _, b in report.rss_samples)
+    # ... and so is the later part of the run (from 25% of the duration to the end).
+    assert 0.2 * CI_OPTIONS.duration < report.late_window[0] < report.late_window[1]
+    assert report.late_rss[0] > 0 and report.late_harness[0] > 0
+    assert "late" in report.as_json()
+
+
+def test_deep_size_counts_what_the_allocator_holds_for_the_records() -> None:
+    # What deep_size misses of the harness's records is counted as the daemon's growth: it
+    # counts the allocator's blocks (16-byte steps), so never less than was asked for (what
+    # tracemalloc sees), and more by about the rounding (a 24-byte float takes 32).
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        records = [
+            TurnRecord(f"sp-{n % 16}", f"sp-{n % 16}-t{n:05d}", n, float(n), float(n + 1))
+            for n in range(20_000)
+        ]
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < deep_size(records) < 1.2 * held
+    assert allocated(1) == 16 and allocated(512) == 512 and allocated(513) == 528
+
+
+def test_the_report_gives_the_growth_of_the_daemon_and_the_harness_over_the_later_part() -> None:
+    mib = 2**20
+    report = ChaosReport(seed=1, duration=600.0, sessions=1)
+    report.late_window = (150.0, 600.0)
+    report.late_rss = (100 * mib, 104 * mib)
+    report.late_harness = (10 * mib, 13 * mib)
+    assert report.late_daemon_growth == mib and report.late_harness_growth == 3 * mib
+    late = report.as_json()["late"]
+    assert late["daemon_mib_per_min"] == round(1 / 7.5, 3)
+    assert late["harness_mib_per_min"] == round(3 / 7.5, 3)
+    assert "late 25% -> end (150 -> 600 s, 7.5 min): daemon +1.0 MiB (+0.13 MiB/min)" in (
+        format_table(report)
+    )
+
+
+def test_flat_fails_when_the_daemon_grows_over_5_mib_in_a_long_later_part() -> None:
+    mib = 2**20
+    report = ChaosReport(seed=1, duration=3600.0, sessions=1)
+    report.late_window = (900.0, 3600.0)
+    report.late_rss = (100 * mib, 110 * mib)
+    report.late_harness = (10 * mib, 15 * mib)  # the harness's 5 MiB are not the daemon's
+    assert late_flat(report)
+    report.late_rss = (100 * mib, 111 * mib)
+    assert not late_flat(report)
+    report.late_window = (15.0, 60.0)  # a short run's later part is not judged
+    assert late_flat(report)
+
+
+def test_the_run_keeps_the_supervision_events_it_checks_not_one_per_turn() -> None:
+    assert supervision_checked(ev("session-router", "exited", 1.0))
+    assert supervision_checked(ev("cdp-proxy-3", "restarted", 1.0, sup="link-3"))
+    assert supervision_checked(ev("turn:sp-1-t0001", "escalated", 1.0, sup="turns"))
+    assert not supervision_checked(ev("turn:sp-1-t0001", "exited", 1.0, sup="turns"))
+    assert not supervision_checked(ev("connection-3", "exited", 1.0, sup="link-3"))
+    assert not supervision_checked(ev("link-3", "exited", 1.0, sup="links"))
 
 
 def test_deep_size_counts_records_once_through_containers_and_slots() -> None:

@@ -211,6 +211,22 @@ async def test_extend_adds_steps_to_a_running_server_without_keeping_bodies() ->
     assert [s.faults[0].status for _, s in server.served_faults] == [503]
 
 
+def test_drop_steps_forgets_only_the_untaken_steps_of_one_turn_of_one_session() -> None:
+    # A long run scripts each turn as it starts; a turn that ended early leaves its other
+    # steps behind, which are dropped rather than kept (and scanned) for the rest of the run.
+    server = ScriptedModelServer({"steps": []}, keep_bodies=False)
+    turn = lambda s, n: [  # noqa: E731
+        {"session": s, "match": {"user_contains": n, "tool_result": r}, "text": f"{s}{n}{r}"}
+        for r in (False, True)
+    ]
+    server.extend([*turn("<a>", "[1]"), *turn("<a>", "[2]"), *turn("<b>", "[1]")])
+    assert len(server.pending_steps()) == 6
+    assert server.drop_steps("<a>", "[1]") == 2
+    assert server.drop_steps("<a>", "[1]") == 0
+    left = sorted("".join(s.text) for s in server.pending_steps())
+    assert left == ["<a>[2]False", "<a>[2]True", "<b>[1]False", "<b>[1]True"]
+
+
 async def test_echo_mode_answers_with_the_users_text() -> None:
     async with running(None) as server:
         _, raw = await post(server.base_url, chat("echo me please", stream=False))
