@@ -58,7 +58,7 @@ from nativehost.chaos.faults import (
     _tag,
     turn_steps,
 )
-from nativehost.chaos.measure import _fds, _rss, deep_size
+from nativehost.chaos.measure import _fds, _rss, deep_size, object_graph_size
 from nativehost.chaos.peer import ChaosPeer
 from nativehost.chaos.report import LATE_FROM, ChaosOptions, ChaosReport
 from nativehost.chaos.run import ChaosRun
@@ -267,6 +267,7 @@ class _InProcessRun(ChaosRun):
                 report.late_window = (report.late_window[0], time.monotonic() - started)
                 report.late_rss = (report.late_rss[0], end[1])
                 report.late_harness = (report.late_harness[0], end[2])
+                report.late_objects = (report.late_objects[0], self._daemon_bytes())
             self.supervision = list(self.events)
         finally:
             self._stopping = True
@@ -299,6 +300,14 @@ class _InProcessRun(ChaosRun):
         report.late_window = (time.monotonic() - started, 0.0)
         report.late_rss = (_rss(), 0)
         report.late_harness = (self._harness_bytes(), 0)
+        report.late_objects = (self._daemon_bytes(), 0)
+
+    def _daemon_bytes(self) -> int:
+        """What the daemon's objects hold: all that is reachable from its server, the harness's
+        own objects left out."""
+        if self.server is None:
+            return 0
+        return object_graph_size(self.server, skip_modules=("nativehost.chaos", "nativehost.demo"))
 
     def _harness_bytes(self) -> int:
         """What the harness's records hold (they grow with the turns; the daemon's do not)."""

@@ -90,6 +90,9 @@ class ChaosReport:
     late_window: tuple[float, float] = (0.0, 0.0)
     late_rss: tuple[int, int] = (0, 0)
     late_harness: tuple[int, int] = (0, 0)
+    #: What the daemon's objects come to at both points (all that is reachable from its server):
+    #: its growth without the allocator's fragmentation, which RSS also shows.
+    late_objects: tuple[int, int] = (0, 0)
     invariants: dict[str, bool] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     mode: str = "in-process"
@@ -133,6 +136,7 @@ class ChaosReport:
             "daemon_mib_per_min": per_min(self.late_daemon_growth),
             "harness_growth_bytes": self.late_harness_growth,
             "harness_mib_per_min": per_min(self.late_harness_growth),
+            "daemon_object_bytes": {"start": self.late_objects[0], "end": self.late_objects[1]},
         }
 
     def as_json(self) -> dict[str, Any]:
@@ -203,7 +207,8 @@ def format_table(report: ChaosReport) -> str:
             f"late {LATE_FROM:.0%} -> end ({report.late_window[0]:.0f} -> "
             f"{report.late_window[1]:.0f} s, {minutes:.1f} min): daemon {daemon:+.1f} MiB "
             f"({daemon / minutes:+.2f} MiB/min), the harness's records {harness:+.1f} MiB "
-            f"({harness / minutes:+.2f} MiB/min)"
+            f"({harness / minutes:+.2f} MiB/min); the daemon's objects "
+            f"{(report.late_objects[1] - report.late_objects[0]) / MIB:+.1f} MiB"
         )
     if report.processes:
         lines.append("processes " + "   ".join(f"{k} {v}" for k, v in report.processes.items()))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import sys
 import tracemalloc
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from nativehost.chaos.checks import check_supervision, late_flat, supervision_ch
 from nativehost.chaos.faults import IN_PROCESS_FAULTS, _Injected, turn_steps
 from nativehost.chaos.harness import main
 from nativehost.chaos.in_process import run_chaos
-from nativehost.chaos.measure import allocated, deep_size
+from nativehost.chaos.measure import allocated, deep_size, object_graph_size
 from nativehost.chaos.panels import TurnRecord
 from nativehost.chaos.report import ChaosOptions, ChaosReport, format_table
 from nativehost.demo.model_script import load_script
@@ -86,7 +87,7 @@ def test_open_fds_and_memory_stay_flat(report: ChaosReport) -> None:
     assert all(b > 0 for _, b in report.rss_samples)
     # ... and so is the later part of the run (from 25% of the duration to the end).
     assert 0.2 * CI_OPTIONS.duration < report.late_window[0] < report.late_window[1]
-    assert report.late_rss[0] > 0 and report.late_harness[0] > 0
+    assert report.late_rss[0] > 0 and report.late_harness[0] > 0 and report.late_objects[0] > 0
     assert "late" in report.as_json()
 
 
@@ -106,6 +107,21 @@ def test_deep_size_counts_what_the_allocator_holds_for_the_records() -> None:
         tracemalloc.stop()
     assert held < deep_size(records) < 1.2 * held
     assert allocated(1) == 16 and allocated(512) == 512 and allocated(513) == 528
+
+
+class _Held:
+    def __init__(self, items: list[object]) -> None:
+        self.items = items
+        self.module = json  # shared code: not what the object holds
+        self.harness = TurnRecord("s", "t", 1, 0.0)  # a harness record: left out
+
+
+def test_object_graph_size_counts_what_a_root_reaches_and_not_code_or_the_harness() -> None:
+    words = [f"word {n:05d}" for n in range(1000)]
+    held = object_graph_size(_Held(list(words)), skip_modules=("nativehost.chaos",))
+    assert sum(allocated(sys.getsizeof(w)) for w in words) < held < 200_000
+    with_harness = object_graph_size(_Held(list(words)))
+    assert with_harness > held
 
 
 def test_the_report_gives_the_growth_of_the_daemon_and_the_harness_over_the_later_part() -> None:
