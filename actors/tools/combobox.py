@@ -1,7 +1,8 @@
 """Choosing an option of an ARIA combobox by its label, in one call (``select_index`` on a
 control that is not a native ``<select>``).
 
-A custom dropdown (ARIA 1.2 ``role=combobox``, or a button with ``aria-haspopup=listbox``) has no
+A custom dropdown (ARIA 1.2 ``role=combobox``, or a button with ``aria-haspopup=listbox``; not a
+menu button, ``aria-haspopup=true``, whose items are commands for ``click_index``) has no
 option list to set: its options are ``role=option`` elements of a ``role=listbox`` popup that
 exists only once it is open — often rendered into a portal at the end of ``<body>``, made anew on
 each opening, and for an editable combobox filtered by what is typed. So we do what a user does:
@@ -42,7 +43,7 @@ _FIND = """((idx, token, want, wide) => {
   const visible = (o) => { const r = o.getBoundingClientRect();
     return r.width > 0 && r.height > 0 && getComputedStyle(o).visibility !== 'hidden'; };
   const role = el.getAttribute('role'), popup = el.getAttribute('aria-haspopup') || '';
-  if (role !== 'combobox' && !/^(listbox|true)$/.test(popup)) return { state: 'not_combobox' };
+  if (role !== 'combobox' && popup !== 'listbox') return { state: 'not_combobox' };
   const root = el.getRootNode();
   const ids = ['aria-controls', 'aria-owns'].map((a) => el.getAttribute(a) || '').join(' ')
     .split(/\\s+/).filter(Boolean);
