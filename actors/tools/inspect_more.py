@@ -114,7 +114,8 @@ def register_inspect_tools(reg: Registry) -> None:
 
     @reg.register(
         "hover_index",
-        "Move the mouse over element [index] (opens hover menus, shows tooltips).",
+        "Move the mouse over element [index] (opens hover menus, shows tooltips). For a menu "
+        "that opens only on hover: hover its button, inspect_page, then click_index the item.",
         IndexArgs,
         page_changing=True,
     )

@@ -58,6 +58,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Concatenate, ParamSpec
 
 from actors.tools.cdp import CdpError, CdpSession, ErrorCode
+from actors.tools.combobox import choose_option
 from actors.tools.drag import drag_index, drop_files, drop_on_text
 from actors.tools.field_check import remember_field, typed_check
 from actors.tools.frames import slot_of
@@ -207,10 +208,11 @@ class PageTools(PageWorld):
 
     @_framed
     async def select_index(self, index: int, doc_token: str, value_or_label: str) -> ActionResult:
-        """Choose an option of the native ``<select>`` ``index`` by value or (partial) label."""
+        """Choose an option of the native ``<select>`` ``index`` by value or (partial) label; of
+        an ARIA combobox by label, opening it like a user (:mod:`actors.tools.combobox`)."""
         before = await self._before(index, doc_token)
         if before["tag"] != "SELECT":
-            return self._failed("select", index, before, "the element is not a native <select>")
+            return await choose_option(self, index, doc_token, value_or_label, before)
         await self._call(f"__browy.resolve({int(index)}, {json.dumps(doc_token)})")
         res = await self._call(
             f"__browy.selectOption({int(index)}, {json.dumps(doc_token)}, "
