@@ -17,15 +17,24 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import AsyncIterator
 from typing import Protocol
 
 from actors.tools.cdp import CdpError, CdpSession
+from actors.tools.frames import slot_of
 from actors.tools.page import PageTools
 from actors.tools.page_types import _WORLD_NAME
 from actors.tools.tool_def import ToolContext, ToolError
 from messages.errors import ErrorCode
 
-__all__ = ["GROUP", "IndexBrowser", "element_object", "index_browser", "release_handles"]
+__all__ = [
+    "GROUP",
+    "IndexBrowser",
+    "element_handle",
+    "element_object",
+    "index_browser",
+    "release_handles",
+]
 
 GROUP = "browy-tools"
 
@@ -64,19 +73,24 @@ _JS_CATCH = """
 """
 
 
-async def element_object(cdp: CdpSession, index: int, token: str) -> str:
-    """A remote object id (isolated world, group ``browy-tools``) of element ``index``."""
-    tree = await cdp.send("Page.getFrameTree")
-    frame_id = tree["frameTree"]["frame"]["id"]
-    # Same name, same document -> the same world as inspect_page's (see actors.tools.page).
-    world = await cdp.send(
-        "Page.createIsolatedWorld", {"frameId": frame_id, "worldName": _WORLD_NAME}
-    )
+async def element_object(
+    cdp: CdpSession, index: int, token: str, *, context_id: int | None = None
+) -> str:
+    """A remote object id (isolated world, group ``browy-tools``) of element ``index``: of the
+    top document, or of the frame whose world is ``context_id`` (reached through ``cdp``)."""
+    if context_id is None:
+        tree = await cdp.send("Page.getFrameTree")
+        frame_id = tree["frameTree"]["frame"]["id"]
+        # Same name, same document -> the same world as inspect_page's (see actors.tools.page).
+        world = await cdp.send(
+            "Page.createIsolatedWorld", {"frameId": frame_id, "worldName": _WORLD_NAME}
+        )
+        context_id = int(world["executionContextId"])
     res = await cdp.send(
         "Runtime.evaluate",
         {
             "expression": _JS_CATCH % (int(index), json.dumps(token)),
-            "contextId": world["executionContextId"],
+            "contextId": context_id,
             "objectGroup": GROUP,
         },
     )
@@ -92,3 +106,26 @@ async def element_object(cdp: CdpSession, index: int, token: str) -> str:
 async def release_handles(cdp: CdpSession) -> None:
     with contextlib.suppress(CdpError):  # the document went away, and its objects with it
         await cdp.send("Runtime.releaseObjectGroup", {"objectGroup": GROUP})
+
+
+@contextlib.asynccontextmanager
+async def element_handle(
+    page: PageTools, index: int, token: str
+) -> AsyncIterator[tuple[CdpSession, str]]:
+    """The session that reaches element ``index`` (the tab's, or a cross-origin frame's: a child
+    session for another site) and a handle of the element in it, released after the block."""
+    if slot_of(index) == 0:
+        cdp: CdpSession = page.cdp
+        try:
+            yield cdp, await element_object(cdp, index, token)
+        finally:
+            await release_handles(cdp)
+        return
+    async with page._in_frame(index, token) as frame_token:
+        assert page._active is not None
+        fw = page._active[0]
+        try:
+            obj = await element_object(fw.session, index, frame_token, context_id=fw.context_id)
+            yield fw.session, obj
+        finally:
+            await release_handles(fw.session)

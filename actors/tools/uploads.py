@@ -21,7 +21,7 @@ from pydantic import Field
 
 from actors.tools.cdp import CdpSession
 from actors.tools.files import FileSandbox
-from actors.tools.handles import GROUP, element_object, index_browser, release_handles
+from actors.tools.handles import GROUP, element_handle, index_browser, release_handles
 from actors.tools.page import ActionResult
 from actors.tools.registry import Registry
 from actors.tools.shared import untrusted
@@ -137,12 +137,8 @@ def register_upload_tools(reg: Registry) -> None:
     async def upload_index(args: UploadIndexArgs, ctx: ToolContext) -> ToolOutput:
         files = await _sandbox_paths(ctx, args.paths)
         browser = index_browser(ctx)
-        cdp = browser.page().cdp
-        try:
-            obj = await element_object(cdp, args.index, browser.token())
+        async with element_handle(browser.page(), args.index, browser.token()) as (cdp, obj):
             text = await _set_files(cdp, obj, files, f"[{args.index}]")
-        finally:
-            await release_handles(cdp)
         return ToolOutput(content=text, summary=f"upload to [{args.index}]")
 
     @reg.register(
