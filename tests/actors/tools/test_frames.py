@@ -49,7 +49,18 @@ zone.ondragover = (e) => e.preventDefault();
 zone.ondrop = (e) => { e.preventDefault(); tell('dropped ', e.dataTransfer.files); };
 </script></body>"""
 NEWS = """<!doctype html><title>News</title>
-<a href="#" onclick="parent.postMessage('subscribed', '*'); return false">Subscribe</a>"""
+<a href="#" onclick="parent.postMessage('subscribed', '*'); return false">Subscribe</a>
+<x-share></x-share>
+<script>
+customElements.define('x-share', class extends HTMLElement {
+  constructor() {
+    super();
+    const root = this.attachShadow({ mode: 'closed' });
+    root.innerHTML = '<button>Share privately</button>';
+    root.querySelector('button').onclick = () => parent.postMessage('shared', '*');
+  }
+});
+</script>"""
 
 
 @pytest.fixture(scope="module")
@@ -162,3 +173,16 @@ async def test_files_go_into_a_frame_of_another_site_by_upload_and_by_drop(
     out = await reg.run("drop_files", {"index": zone, "paths": ["scan.pdf"]}, ctx)
     assert out.ok, out.content_for_model
     assert await tab.evaluate("document.getElementById('out').textContent") == "dropped scan.pdf"
+
+
+async def test_a_closed_shadow_root_inside_a_cross_origin_frame_is_listed_and_clicked(
+    tab: CdpWsSession, sites: tuple[PageServer, PageServer]
+) -> None:
+    await tab.navigate(sites[0].url("top.html"))
+    tools = PageTools(tab)
+    snap = await tools.inspect_page()
+    share = idx(snap.text, '"Share privately"')
+    assert share > 200_000, snap.text  # in frame 2, behind a closed root
+    clicked = await tools.click_index(share, snap.doc_token)
+    assert clicked.ok, clicked
+    assert await tab.evaluate("document.getElementById('out').textContent") == "shared"
