@@ -34,6 +34,7 @@ __all__ = [
     "element_object",
     "index_browser",
     "release_handles",
+    "selector_object",
 ]
 
 GROUP = "browy-tools"
@@ -101,6 +102,20 @@ async def element_object(
             raise CdpError(ErrorCode.STALE_REF, text.splitlines()[0])
         raise ToolError(text.splitlines()[0][:300])
     return str(res["result"]["objectId"])
+
+
+async def selector_object(cdp: CdpSession, selector: str, timeout: float) -> str:
+    """A remote object id (main world, group ``browy-tools``) of the first match of ``selector``;
+    ToolError when nothing matches."""
+    res = await cdp.send(
+        "Runtime.evaluate",
+        {"expression": f"document.querySelector({json.dumps(selector)})", "objectGroup": GROUP},
+        timeout=timeout,
+    )
+    found = res.get("result", {}).get("objectId")
+    if res.get("exceptionDetails") or not found:
+        raise ToolError(f"no element matches {selector!r}")
+    return str(found)
 
 
 async def release_handles(cdp: CdpSession) -> None:

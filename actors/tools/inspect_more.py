@@ -17,7 +17,13 @@ from typing import Any
 from pydantic import Field
 
 from actors.tools.cdp import CdpSession
-from actors.tools.handles import GROUP, element_object, index_browser, release_handles
+from actors.tools.handles import (
+    GROUP,
+    element_object,
+    index_browser,
+    release_handles,
+    selector_object,
+)
 from actors.tools.page import ActionResult
 from actors.tools.registry import Registry
 from actors.tools.secret_rule import name_is_secret
@@ -171,18 +177,7 @@ def register_inspect_tools(reg: Registry) -> None:
                 )
                 obj = str(main["object"]["objectId"])
             else:
-                res = await cdp.send(
-                    "Runtime.evaluate",
-                    {
-                        "expression": f"document.querySelector({json.dumps(args.selector)})",
-                        "objectGroup": GROUP,
-                    },
-                    timeout=ctx.timeout,
-                )
-                found = res.get("result", {}).get("objectId")
-                if res.get("exceptionDetails") or not found:
-                    raise ToolError(f"no element matches {args.selector!r}")
-                obj = str(found)
+                obj = await selector_object(cdp, args.selector or "", ctx.timeout)
             res = await cdp.send(
                 "DOMDebugger.getEventListeners", {"objectId": obj}, timeout=ctx.timeout
             )

@@ -13,7 +13,6 @@ what the input holds. ``drop_files`` drops them on a drop zone
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import PurePath
 from typing import Any
 
@@ -21,7 +20,13 @@ from pydantic import Field
 
 from actors.tools.cdp import CdpSession
 from actors.tools.files import FileSandbox
-from actors.tools.handles import GROUP, element_handle, index_browser, release_handles
+from actors.tools.handles import (
+    GROUP,
+    element_handle,
+    index_browser,
+    release_handles,
+    selector_object,
+)
 from actors.tools.page import ActionResult
 from actors.tools.registry import Registry
 from actors.tools.shared import untrusted
@@ -151,18 +156,8 @@ def register_upload_tools(reg: Registry) -> None:
         files = await _sandbox_paths(ctx, args.paths)
         cdp = ctx.page()
         try:
-            res = await cdp.send(
-                "Runtime.evaluate",
-                {
-                    "expression": f"document.querySelector({json.dumps(args.selector)})",
-                    "objectGroup": GROUP,
-                },
-                timeout=ctx.timeout,
-            )
-            obj = res.get("result", {}).get("objectId")
-            if res.get("exceptionDetails") or not obj:
-                raise ToolError(f"no element matches {args.selector!r}")
-            text = await _set_files(cdp, str(obj), files, args.selector)
+            obj = await selector_object(cdp, args.selector, ctx.timeout)
+            text = await _set_files(cdp, obj, files, args.selector)
         finally:
             await release_handles(cdp)
         return ToolOutput(content=text, summary=f"upload to {args.selector}"[:200])

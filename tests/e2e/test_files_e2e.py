@@ -8,7 +8,6 @@ A local client (``tool.call`` turns, :mod:`tests.e2e.tool_client`) is offered th
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 
 import pytest
@@ -18,7 +17,7 @@ from actors.tools.files import FileSandbox
 from tests.actors.tools.test_uploads import PAGE
 from tests.e2e.browser import E2EBrowser, launched, wait_until
 from tests.e2e.test_panels_at_work import Site, write_config
-from tests.e2e.tool_client import ToolClient, index_of
+from tests.e2e.tool_client import ToolClient, client_on_protocol, index_of
 
 pytestmark = pytest.mark.browser
 
@@ -51,23 +50,9 @@ def world(
 
 @pytest.fixture(scope="module", params=[2, 1], ids=["v2", "v1"])
 def client(world: tuple[E2EBrowser, Site], request: pytest.FixtureRequest) -> Iterator[ToolClient]:
-    browser, _site = world
     protocol = int(request.param)
-    browser.worker.evaluate("(n) => globalThis.browyTest.useProtocol(n)", protocol)
-    wait_until(
-        lambda: (
-            browser.state().get("detail", "").endswith(f"protocol {protocol}")
-            and browser.state().get("state") == "ready"
-        ),
-        timeout=20,
-        what=f"the extension ready on protocol {protocol}",
-    )
-    tools = ToolClient(browser.home, name=f"e2e-files-v{protocol}")
-    try:
+    with client_on_protocol(world[0], protocol, f"e2e-files-v{protocol}") as tools:
         yield tools
-    finally:
-        with contextlib.suppress(Exception):
-            tools.close()
 
 
 def _log(client: ToolClient) -> str:

@@ -21,7 +21,6 @@ forced to say hello as a v1 service worker (``browyTest.useProtocol(1)``).
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,10 +28,10 @@ from dataclasses import dataclass
 import pytest
 from playwright.sync_api import Playwright
 
-from tests.e2e.browser import E2EBrowser, launched, wait_until
+from tests.e2e.browser import E2EBrowser, launched
 from tests.e2e.test_panels_at_work import Site, write_config
 from tests.e2e.test_real_pages import PLAIN, open_tab, until_text
-from tests.e2e.tool_client import ToolClient, index_of
+from tests.e2e.tool_client import ToolClient, client_on_protocol, index_of
 
 pytestmark = pytest.mark.browser
 
@@ -145,7 +144,6 @@ addEventListener('keydown', (e) => {
 class World:
     browser: E2EBrowser
     site: Site
-    protocol: int = 2
 
 
 @pytest.fixture(scope="module")
@@ -172,24 +170,8 @@ def world(playwright: Playwright, tmp_path_factory: pytest.TempPathFactory) -> I
 def client(world: World, request: pytest.FixtureRequest) -> Iterator[ToolClient]:
     """A local client of the daemon, with the extension speaking ``request.param``."""
     protocol = int(request.param)
-    browser = world.browser
-    if world.protocol != protocol:
-        browser.worker.evaluate("(n) => globalThis.browyTest.useProtocol(n)", protocol)
-        world.protocol = protocol
-    wait_until(
-        lambda: (
-            browser.state().get("state") == "ready"
-            and browser.state().get("detail", "").endswith(f"protocol {protocol}")
-        ),
-        timeout=20,
-        what=f"the extension ready on protocol {protocol}",
-    )
-    tools = ToolClient(browser.home, name=f"e2e-patterns-v{protocol}")
-    try:
+    with client_on_protocol(world.browser, protocol, f"e2e-patterns-v{protocol}") as tools:
         yield tools
-    finally:
-        with contextlib.suppress(Exception):
-            tools.close()
 
 
 def text_of(client: ToolClient, selector: str) -> str:
