@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import TextIO, cast
 
-from nativehost.cli.context import Context, UserError
+from nativehost.cli.context import Context, UserError, seconds
 
 __all__ = [
     "configure_browser_choice",
@@ -58,7 +58,7 @@ def configure_demo(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-panel", action="store_true", help="skip the side panel follow-up and screenshot"
     )
-    p.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS", help="per turn")
+    p.add_argument("--timeout", type=seconds, default=120.0, metavar="SECONDS", help="per turn")
 
 
 def handle_demo(args: argparse.Namespace, ctx: Context) -> int:
@@ -102,7 +102,12 @@ def configure_browser_choice(p: argparse.ArgumentParser) -> None:
 def configure_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", metavar="TASK", help="what to do, in plain words")
     p.add_argument("--url", help="start at this page")
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after this long")
+    p.add_argument(
+        "--timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help="give up after this long: the turn is cancelled and the run fails (exit 1)",
+    )
     p.add_argument(
         "--no-browser",
         action="store_true",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import math
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ __all__ = [
     "UsageError",
     "UserError",
     "exit_codes_epilog",
+    "seconds",
     "wants_color",
 ]
 
@@ -45,6 +47,17 @@ COMMON_EXIT_CODES: dict[int, str] = {
     2: "bad arguments, settings or environment (one 'browy: error: ...' line, no traceback)",
     130: "interrupted (Ctrl-C)",
 }
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a time in seconds, more than 0 and finite (``--timeout``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"seconds must be more than 0 and finite, not {text}")
+    return value
 
 
 def exit_codes_epilog(codes: Mapping[int, str]) -> str:

@@ -279,7 +279,7 @@ class TerminalClient:
                 {"type": "chat.send", "sessionId": self.session_id, "text": text, "turnId": turn_id}
             )
             cancel_sent = False
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(timeout) as deadline:
                 while True:
                     get = asyncio.ensure_future(self.recv())
                     intr = asyncio.ensure_future(self._interrupted.wait())
@@ -321,11 +321,27 @@ class TerminalClient:
                         await self._answer(msg)
                     elif view.show(msg):  # chat.done or chat.error
                         break
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            await self._gave_up(turn_id, timeout, view)
         finally:
             self._in_turn = False
         result.seconds = time.monotonic() - started
         view.write_summary()
         return result
+
+    async def _gave_up(self, turn_id: str, timeout: float | None, view: TurnView) -> None:
+        """The run's ``--timeout`` passed: cancel the turn (nothing of it is replayed) and fail."""
+        with contextlib.suppress(ConnectionError, OSError, RuntimeError):
+            await self.send(
+                {"type": "chat.cancel", "sessionId": self.session_id, "turnId": turn_id}
+            )
+        result = view.result
+        result.ok = False
+        result.code = "REQUEST_TIMEOUT"
+        result.error = f"gave up after {timeout:g} s (--timeout): the turn was cancelled"
+        view.notice(result.error + "\n", "31")
 
     async def _approve(self, msg: dict[str, Any]) -> None:
         question = (

@@ -107,6 +107,29 @@ async def test_run_json_reports_a_failed_turn_with_exit_code_1(tmp_path: Path) -
     assert result["error"]
 
 
+async def test_run_json_that_runs_out_of_time_cancels_the_turn_and_says_so(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "h"
+    slow = [{"text": "late", "fault": {"kind": "delay", "first_chunk_s": 30}}]
+    async with daemon_with_browser(home, slow):
+        code, out, err = await browy(home, "run", "--json", "--timeout", "0.5", "anything")
+    assert code == 1, err
+    result = json.loads(out.splitlines()[-1])
+    assert result["type"] == "result" and result["exitCode"] == 1 and result["ok"] is False
+    assert result["code"] == "REQUEST_TIMEOUT"
+    assert result["error"] == "gave up after 0.5 s (--timeout): the turn was cancelled"
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "soon"])
+async def test_a_timeout_that_is_not_a_time_is_refused_before_anything_runs(
+    tmp_path: Path, value: str
+) -> None:
+    code, out, err = await browy(tmp_path / "h", "run", "--json", "--timeout", value, "anything")
+    assert code == 2 and out == ""
+    assert "--timeout: " in err and ("seconds" in err)
+
+
 async def test_run_json_keeps_approval_prompts_off_stdout(tmp_path: Path) -> None:
     home = tmp_path / "h"
     always = 'allow_local_clients = true\n[tools]\napproval_mode = "always"\n'
