@@ -147,7 +147,13 @@ def handle_run(args: argparse.Namespace, ctx: Context) -> int:
             )
         )
     except (LaunchError, DaemonUnavailable, TimeoutError) as exc:
-        raise UserError(str(exc)) from None
+        message = str(exc) or type(exc).__name__
+        if args.json:  # scripts get their last line whatever happened
+            from nativehost.cli.json_view import json_line, result_object
+
+            obj = result_object(None, exit_code=2, session_id=args.session or "", error=message)
+            json_line(ctx.stdout, obj)
+        raise UserError(message) from None
 
 
 def handle_chat(args: argparse.Namespace, ctx: Context) -> int:

@@ -130,6 +130,17 @@ async def test_a_timeout_that_is_not_a_time_is_refused_before_anything_runs(
     assert "--timeout: " in err and ("seconds" in err)
 
 
+async def test_run_json_that_cannot_start_still_ends_with_a_result_object(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-chromium")
+    code, out, err = await browy(
+        tmp_path / "h", "run", "--json", "--launch", "anything", BROWY_CHROMIUM=missing
+    )
+    assert code == 2 and err.startswith("browy: error: ")
+    result = json.loads(out.splitlines()[-1])
+    assert result["type"] == "result" and result["exitCode"] == 2 and result["ok"] is False
+    assert result["error"] and result["error"] in err
+
+
 async def test_run_json_keeps_approval_prompts_off_stdout(tmp_path: Path) -> None:
     home = tmp_path / "h"
     always = 'allow_local_clients = true\n[tools]\napproval_mode = "always"\n'
