@@ -15,13 +15,17 @@ page-changing call that was sent and got no answer (the ticket rule in
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 from collections.abc import Callable
 from typing import Any, Literal
 
 from actors.browser.call_table import CallState
+from actors.browser.downloads import DownloadRecord
 from actors.browser.proxy_messages import (
     CallTicket,
+    DownloadQuery,
+    DownloadSaved,
     GetDialog,
     GiveUp,
     OpenCall,
@@ -193,6 +197,43 @@ class BrowserCalls:
             return None
         return found if isinstance(found, OpenDialog) else None
 
+    async def download_query(self, query: DownloadQuery) -> Any:
+        """Ask the connection's download table (:mod:`actors.browser.downloads`); None if the
+        link is gone."""
+        try:
+            return await self.proxy.ask(query, timeout=5.0)
+        except (ActorError, LookupError, TimeoutError):
+            return None
+
+    async def wait_download(
+        self, download_id: int | None, after: int, timeout: float
+    ) -> DownloadRecord | None:
+        """The download (``download_id``, else the first heard of after ``after``) once it has
+        finished; None when ``timeout`` passes or the connection goes first."""
+        future: asyncio.Future[DownloadRecord | None] = asyncio.get_running_loop().create_future()
+
+        def settle(record: DownloadRecord | None) -> None:
+            if not future.done():
+                future.set_result(record)
+
+        await self.download_query(
+            DownloadQuery(op="wait", download_id=download_id, after=after, waiter=settle)
+        )
+        try:
+            async with asyncio.timeout(timeout):
+                return await future
+        except TimeoutError:
+            return None
+        finally:
+            if not future.done():
+                future.cancel()
+            with contextlib.suppress(ActorError, LookupError):
+                self.proxy.tell_nowait(DownloadQuery(op="forget", waiter=settle))
+
+    async def download_saved(self, download_id: int, path: str) -> None:
+        with contextlib.suppress(ActorError, LookupError):
+            await self.proxy.tell(DownloadSaved(download_id=download_id, path=path), timeout=5.0)
+
     async def release(self, owner_id: str) -> None:
         """The turn ``owner_id`` ended: v2 ``control.release``; nothing if the link is gone."""
         with contextlib.suppress(ActorError, LookupError):
@@ -286,8 +327,11 @@ class ProxyTabs:
         timeout: float = 10.0,
         group: str | None = None,
         child_sessions: bool = False,
+        reports_downloads: bool = False,
     ) -> None:
         self.calls = calls
+        #: The browser tells the host of its downloads (v2, capability ``downloads``).
+        self.reports_downloads = reports_downloads
         self.session_id = session_id
         self.owner_id = owner_id
         self.window_id = window_id
@@ -322,6 +366,26 @@ class ProxyTabs:
 
     async def close(self, tab_id: int) -> None:
         await self._op("tab.close", {"tabId": tab_id})
+
+    # The tools' DownloadSource (actors.tools.download_tools): the connection's downloads.
+
+    async def download_mark(self) -> int | None:
+        if not self.reports_downloads:
+            return None
+        mark = await self.calls.download_query(DownloadQuery(op="mark"))
+        return mark if isinstance(mark, int) else None
+
+    async def downloads_since(self, after: int) -> builtins.list[DownloadRecord]:
+        found = await self.calls.download_query(DownloadQuery(op="since", after=after))
+        return list(found) if isinstance(found, list) else []
+
+    async def wait_download(
+        self, download_id: int | None, after: int, timeout: float
+    ) -> DownloadRecord | None:
+        return await self.calls.wait_download(download_id, after, timeout)
+
+    async def download_saved(self, download_id: int, path: str) -> None:
+        await self.calls.download_saved(download_id, path)
 
     def session(self, tab_id: int) -> TabCdpSession:
         return TabCdpSession(

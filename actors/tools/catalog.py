@@ -74,7 +74,9 @@ HOST_SIDE_TOOLS = frozenset(
 
 
 #: Browser tools that read or write the host's files: for MCP clients, host tools too.
-BROWSER_FILE_TOOLS = frozenset({"pdf_export", "download_file", "upload_file", "upload_index"})
+BROWSER_FILE_TOOLS = frozenset(
+    {"pdf_export", "download_file", "wait_for_download", "upload_file", "upload_index"}
+)
 
 
 def register_browser_tools(reg: Registry) -> None:
