@@ -11,8 +11,8 @@ file on disk:
 - its size must be what Chrome reported (when it reported one) and at most the sandbox's
   ``max_file_bytes``; reading stops one byte past the cap whatever the file claims;
 - the copy goes to ``downloads/<name>`` in the sandbox: the name is Chrome's file name reduced
-  to letters, digits, ``. _ -`` and spaces, and an existing file is never overwritten — the copy
-  gets ``name (2).ext``, ``name (3).ext``, …; it is written to a private temporary file first
+  to letters, digits and ``. _ -``, and an existing file is never overwritten — the copy gets
+  ``name-2.ext``, ``name-3.ext``, …; it is written to a private temporary file first
   and then linked into place (``os.link`` fails rather than replace).
 """
 
@@ -38,9 +38,11 @@ _MAX_TRIES = 1000
 
 
 def safe_name(name: str, fallback: str = "download") -> str:
-    """A file name that is one plain path component: no separators, no leading dots."""
+    """A file name that is one plain path component, without spaces (a model quotes nothing):
+    no separators, no leading dots, Chrome's own `` (1)`` suffix dropped (we number ours)."""
     base = PurePosixPath(name.replace("\\", "/")).name
-    base = re.sub(r"[^\w.\- ]+", "_", base).strip(" .")
+    base = re.sub(r" \(\d+\)(?=\.[^.]*$|$)", "", base)
+    base = re.sub(r"[^\w.\-]+", "_", base).strip(" ._")
     if len(base) > _MAX_NAME:
         stem, dot, ext = base.rpartition(".")
         base = (stem[: _MAX_NAME - len(ext) - 1] + dot + ext) if dot and len(ext) < 16 else base
@@ -91,7 +93,7 @@ def _place(folder: Path, name: str, data: bytes) -> Path:
         if not stem:  # ".bashrc"-like names were stripped already; "x" has no extension
             stem, dot, ext = name, "", ""
         for n in range(1, _MAX_TRIES + 1):
-            candidate = folder / (name if n == 1 else f"{stem} ({n}){dot}{ext}")
+            candidate = folder / (name if n == 1 else f"{stem}-{n}{dot}{ext}")
             try:
                 os.link(tmp, candidate)  # fails if it exists: never overwrites
             except FileExistsError:

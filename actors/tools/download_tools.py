@@ -10,7 +10,7 @@ capability ``downloads``) tells the host of each (:mod:`actors.browser.downloads
 - ``wait_for_download{download_id?, timeout_s?, file_name?}`` waits (default 30 s) for a
   download to finish — the one named, else the newest one not saved yet that this session's
   actions started, else the next one to finish — and saves it as ``downloads/<its name>`` (never
-  overwriting: ``name (2).ext``), reporting that path. A download already saved is reported,
+  overwriting: ``name-2.ext``), reporting that path. A download already saved is reported,
   not copied again. Only downloads started after the session's first action are reachable:
   the user's own downloads from before are not the model's to pick up.
 
