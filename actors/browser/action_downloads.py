@@ -4,9 +4,10 @@ Before an action that can start a download (a click, a key press, a form submiss
 a navigation) the ToolWorker reads the connection's download mark; after it, the downloads the
 browser reported meanwhile are the ones the page started. A download that already finished is
 saved into the files folder at once and its path said; one still running is named with its
-number, for ``wait_for_download``. A download that begins only after the action returned (a
-slow form POST) is said by the session's next action, or picked up by ``wait_for_download``:
-each session remembers up to which download it has been told.
+number, for ``wait_for_download``, and said again (saved) by a later action once it has
+finished. A download that begins only after the action returned (a slow form POST) is said by
+the session's next action, or picked up by ``wait_for_download``: each session remembers up to
+which download it has been told, and which of those were still running.
 
 Nothing here runs on a connection that does not report downloads (v1, an older extension).
 """
@@ -18,7 +19,7 @@ from typing import Any
 
 from actors.browser.downloads import DownloadRecord
 from actors.browser.opened_tabs import OPENING_TOOLS
-from actors.tools.download_tools import FROM_KEY, TOLD_KEY, save_record, source_of
+from actors.tools.download_tools import FROM_KEY, RUNNING_KEY, TOLD_KEY, save_record, source_of
 from actors.tools.files import FileSandbox
 from actors.tools.tool_def import ToolError
 
@@ -44,19 +45,26 @@ async def before_action(tabs: Any, state: dict[str, Any]) -> bool:
 
 
 async def note_after_action(tabs: Any, state: dict[str, Any], box: FileSandbox) -> str:
-    """What the action's result says of the downloads started since the session was last told
-    ("" if none); finished ones are saved into ``box`` first."""
+    """What the action's result says of the downloads started since the session was last told,
+    and of those it was told of while they ran that have finished since ("" if none); finished
+    ones are saved into ``box`` first."""
     source = source_of(tabs)
-    told = state.get(TOLD_KEY)
-    if source is None or not isinstance(told, int):
+    told, start = state.get(TOLD_KEY), state.get(FROM_KEY)
+    if source is None or not isinstance(told, int) or not isinstance(start, int):
         return ""
-    started = await source.downloads_since(told)
-    if not started:
+    running: set[int] = state.setdefault(RUNNING_KEY, set())
+    listed = [
+        r
+        for r in await source.downloads_since(start)
+        if r.seq > told or (r.download_id in running and r.finished)
+    ]
+    if not listed:
         return ""
-    state[TOLD_KEY] = max(r.seq for r in started)
-    return "\n".join(
-        ["The page started a download:"] + [await _line(source, r, box) for r in started]
-    )
+    state[TOLD_KEY] = max(told, *(r.seq for r in listed))
+    running.difference_update(r.download_id for r in listed if r.finished)
+    running.update(r.download_id for r in listed if not r.finished)
+    head = "The page started a download:" if any(r.seq > told for r in listed) else "Downloads:"
+    return "\n".join([head] + [await _line(source, r, box) for r in listed])
 
 
 async def _line(source: Any, record: DownloadRecord, box: FileSandbox) -> str:

@@ -35,6 +35,7 @@ from messages.errors import ErrorCode
 
 __all__ = [
     "FROM_KEY",
+    "RUNNING_KEY",
     "TOLD_KEY",
     "DownloadSource",
     "register_download_tools",
@@ -47,6 +48,8 @@ FROM_KEY = "downloads.from"
 #: Session state: the newest download this session has been told of (an action's result, or
 #: ``wait_for_download``).
 TOLD_KEY = "downloads.told"
+#: Session state: downloads it was told of while they ran (a later action says how they ended).
+RUNNING_KEY = "downloads.running"
 
 
 @runtime_checkable
@@ -145,8 +148,8 @@ def register_download_tools(reg: Registry) -> None:
             await ctx.progress("waiting for the download to finish")
         record = await source.wait_download(args.download_id, start, args.timeout_s)
         if record is None:
-            running = [r.describe() for r in await source.downloads_since(start) if not r.finished]
-            more = f" Still running: {'; '.join(running)}." if running else ""
+            busy = [r.describe() for r in await source.downloads_since(start) if not r.finished]
+            more = f" Still running: {'; '.join(busy)}." if busy else ""
             raise ToolError(
                 f"no download finished in {args.timeout_s:g} s.{more} Start one first (click "
                 "the page's download button), or wait longer",
@@ -156,6 +159,9 @@ def register_download_tools(reg: Registry) -> None:
         told = ctx.state.get(TOLD_KEY)
         if isinstance(told, int) and record.seq > told:
             ctx.state[TOLD_KEY] = record.seq  # the next action's result need not repeat it
+        running = ctx.state.get(RUNNING_KEY)
+        if isinstance(running, set):
+            running.discard(record.download_id)
         where = record.final_url or record.url
         return ToolOutput(
             content=f"saved download {record.download_id} ({record.bytes} bytes, "

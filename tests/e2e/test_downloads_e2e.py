@@ -70,7 +70,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 
@@ -139,7 +139,7 @@ def saved_path(text: str) -> str:
     """The sandbox path a result says a download was saved as."""
     marker = " as downloads/"
     assert marker in text, text
-    return "downloads/" + text.split(marker, 1)[1].split()[0]
+    return "downloads/" + text.split(marker, 1)[1].split(maxsplit=1)[0]
 
 
 def test_a_blob_download_and_a_form_post_download_are_saved_in_the_files_folder(
