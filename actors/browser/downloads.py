@@ -15,7 +15,9 @@ Rules of the table (sans-I/O; the CDPProxy feeds it and settles the waiters):
 
 - Each download gets a sequence number when the host first hears of it (``started`` or, if
   that frame was lost, ``done``); :meth:`DownloadTable.mark` is the newest number, so "the
-  downloads since a mark" are those an action started.
+  downloads since a mark" are those an action started. The numbers are the daemon's, not the
+  table's: a session that kept a mark from a connection that went (a relay reconnect makes a
+  new one, with a new table) still sees every download of the next connection as newer.
 - A ``done`` is final: a later ``started`` for the same id does not bring it back.
 - The oldest record is forgotten past :data:`KEEP`; a waiter never hangs on it — it waits with
   its own deadline (conventions rule 5).
@@ -29,7 +31,7 @@ import itertools
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import ClassVar, Literal
 
 from messages.wire_inbound import DownloadDone, DownloadStarted
 
@@ -88,9 +90,10 @@ DownloadWaiter = Callable[[DownloadRecord | None], None]
 class DownloadTable:
     """The newest :data:`KEEP` downloads of one connection, and the waiters on them."""
 
+    _seq: ClassVar[itertools.count[int]] = itertools.count(1)  # one numbering per daemon
+
     def __init__(self, keep: int = KEEP) -> None:
         self._keep = keep
-        self._seq = itertools.count(1)
         self._mark = 0
         self._records: OrderedDict[int, DownloadRecord] = OrderedDict()
         # (download id or None = the first to finish with seq > after, after, callback)
