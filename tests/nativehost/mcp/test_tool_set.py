@@ -45,7 +45,7 @@ def test_host_code_file_tools_and_panel_questions_are_not_offered_unless_configu
 ) -> None:
     names = {t.name for t in ToolSet(_specs(tmp_path)).tools()}
     assert not names & HOST_SIDE_TOOLS
-    assert not names & {"pdf_export", "download_file", "upload_file", "upload_index"}
+    assert not names & {"pdf_export", "download_file", "wait_for_download", "upload_file"}
     configured = _specs(tmp_path, frozenset({"note_set", "pdf_export"}))
     opted = {t.name for t in ToolSet(configured).tools()}
     assert {"note_set", "pdf_export"} <= opted
