@@ -8,6 +8,10 @@ download started and, once Chrome has written it, where it was saved in the file
 extension forced to protocol 1 the same click says nothing of downloads and the tool says the
 connection cannot report them (the v1 wire carries no ``download.*``).
 
+The blob: click keeps the page's element numbers (a download link is no navigation); the form
+POST still looks like a navigation that never commits, so that click waits out the 5 s
+navigation bound (protocol.md section 7, "Page-started downloads").
+
 Chromium saves downloads where Playwright told it to (``Browser.setDownloadBehavior``; Playwright
 itself would name them by GUID): a folder of the test's own.
 """
