@@ -15,17 +15,14 @@ page-changing call that was sent and got no answer (the ticket rule in
 from __future__ import annotations
 
 import asyncio
-import builtins
 import contextlib
 from collections.abc import Callable
 from typing import Any, Literal
 
 from actors.browser.call_table import CallState
-from actors.browser.downloads import DownloadRecord
+from actors.browser.download_calls import DownloadCalls
 from actors.browser.proxy_messages import (
     CallTicket,
-    DownloadQuery,
-    DownloadSaved,
     GetDialog,
     GiveUp,
     OpenCall,
@@ -197,43 +194,6 @@ class BrowserCalls:
             return None
         return found if isinstance(found, OpenDialog) else None
 
-    async def download_query(self, query: DownloadQuery) -> Any:
-        """Ask the connection's download table (:mod:`actors.browser.downloads`); None if the
-        link is gone."""
-        try:
-            return await self.proxy.ask(query, timeout=5.0)
-        except (ActorError, LookupError, TimeoutError):
-            return None
-
-    async def wait_download(
-        self, download_id: int | None, after: int, timeout: float
-    ) -> DownloadRecord | None:
-        """The download (``download_id``, else the first heard of after ``after``) once it has
-        finished; None when ``timeout`` passes or the connection goes first."""
-        future: asyncio.Future[DownloadRecord | None] = asyncio.get_running_loop().create_future()
-
-        def settle(record: DownloadRecord | None) -> None:
-            if not future.done():
-                future.set_result(record)
-
-        await self.download_query(
-            DownloadQuery(op="wait", download_id=download_id, after=after, waiter=settle)
-        )
-        try:
-            async with asyncio.timeout(timeout):
-                return await future
-        except TimeoutError:
-            return None
-        finally:
-            if not future.done():
-                future.cancel()
-            with contextlib.suppress(ActorError, LookupError):
-                self.proxy.tell_nowait(DownloadQuery(op="forget", waiter=settle))
-
-    async def download_saved(self, download_id: int, path: str) -> None:
-        with contextlib.suppress(ActorError, LookupError):
-            await self.proxy.tell(DownloadSaved(download_id=download_id, path=path), timeout=5.0)
-
     async def release(self, owner_id: str) -> None:
         """The turn ``owner_id`` ended: v2 ``control.release``; nothing if the link is gone."""
         with contextlib.suppress(ActorError, LookupError):
@@ -247,12 +207,13 @@ def _error_from_text(text: str) -> BrowserCallError:
     return BrowserCallError(code, text or "the browser call failed")
 
 
-class TabCdpSession:
+class TabCdpSession(DownloadCalls):
     """The ``CdpSession`` seam (actors/tools/cdp.py) over :class:`BrowserCalls`, bound to one
     tab. Also offers :meth:`subscribe` for that tab's CDP events (``callback(method, params)``).
 
     ``child(target_session)`` is the same tab's child session (an out-of-process iframe), where
-    ``child_sessions`` says the connection can address them (v2 ``cdp.targetSessions``).
+    ``child_sessions`` says the connection can address them (v2 ``cdp.targetSessions``). Its
+    connection's downloads: :class:`~actors.browser.download_calls.DownloadCalls`.
     """
 
     def __init__(
@@ -264,8 +225,10 @@ class TabCdpSession:
         *,
         child_sessions: bool = False,
         target_session: str | None = None,
+        reports_downloads: bool = False,
     ) -> None:
-        self.calls = calls
+        self.calls: BrowserCalls = calls
+        self.reports_downloads = reports_downloads
         self.session_id = session_id
         self.tab_id = tab_id
         self.owner_id = owner_id
@@ -277,6 +240,7 @@ class TabCdpSession:
         return TabCdpSession(
             self.calls, self.session_id, self.tab_id, self.owner_id,
             child_sessions=self.child_sessions, target_session=target_session,
+            reports_downloads=self.reports_downloads,
         )  # fmt: skip
 
     async def send(
@@ -314,7 +278,7 @@ class TabCdpSession:
         return await self.calls.subscribe(self.session_id, self.tab_id, deliver)
 
 
-class ProxyTabs:
+class ProxyTabs(DownloadCalls):
     """``tab.*`` operations of one session (the tools' ``TabOps``)."""
 
     def __init__(
@@ -329,7 +293,7 @@ class ProxyTabs:
         child_sessions: bool = False,
         reports_downloads: bool = False,
     ) -> None:
-        self.calls = calls
+        self.calls: BrowserCalls = calls
         #: The browser tells the host of its downloads (v2, capability ``downloads``).
         self.reports_downloads = reports_downloads
         self.session_id = session_id
@@ -367,28 +331,8 @@ class ProxyTabs:
     async def close(self, tab_id: int) -> None:
         await self._op("tab.close", {"tabId": tab_id})
 
-    # The tools' DownloadSource (actors.tools.download_tools): the connection's downloads.
-
-    async def download_mark(self) -> int | None:
-        if not self.reports_downloads:
-            return None
-        mark = await self.calls.download_query(DownloadQuery(op="mark"))
-        return mark if isinstance(mark, int) else None
-
-    async def downloads_since(self, after: int) -> builtins.list[DownloadRecord]:
-        found = await self.calls.download_query(DownloadQuery(op="since", after=after))
-        return list(found) if isinstance(found, list) else []
-
-    async def wait_download(
-        self, download_id: int | None, after: int, timeout: float
-    ) -> DownloadRecord | None:
-        return await self.calls.wait_download(download_id, after, timeout)
-
-    async def download_saved(self, download_id: int, path: str) -> None:
-        await self.calls.download_saved(download_id, path)
-
     def session(self, tab_id: int) -> TabCdpSession:
         return TabCdpSession(
             self.calls, self.session_id, tab_id, self.owner_id,
-            child_sessions=self.child_sessions,
+            child_sessions=self.child_sessions, reports_downloads=self.reports_downloads,
         )  # fmt: skip

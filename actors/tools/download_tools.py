@@ -38,6 +38,7 @@ __all__ = [
     "RUNNING_KEY",
     "TOLD_KEY",
     "DownloadSource",
+    "download_mark_of",
     "register_download_tools",
     "save_record",
     "source_of",
@@ -64,6 +65,19 @@ class DownloadSource(Protocol):
         self, download_id: int | None, after: int, timeout: float
     ) -> DownloadRecord | None: ...
     async def download_saved(self, download_id: int, path: str) -> None: ...
+
+
+async def download_mark_of(cdp: object) -> int:
+    """The connection's newest download number, -1 when it reports none (v1, an older
+    extension, a session without the seam): what a page action reads before it acts, to tell a
+    navigation that turned into a download (:mod:`actors.tools.page_world`)."""
+    if not isinstance(cdp, DownloadSource) or not cdp.reports_downloads:
+        return -1
+    try:
+        found = await cdp.download_mark()
+    except Exception:  # a connection that cannot say: no download check, the action stands
+        return -1
+    return found if isinstance(found, int) else -1
 
 
 def source_of(tabs: object) -> DownloadSource | None:

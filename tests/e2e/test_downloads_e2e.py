@@ -8,9 +8,9 @@ download started and, once Chrome has written it, where it was saved in the file
 extension forced to protocol 1 the same click says nothing of downloads and the tool says the
 connection cannot report them (the v1 wire carries no ``download.*``).
 
-The blob: click keeps the page's element numbers (a download link is no navigation); the form
-POST still looks like a navigation that never commits, so that click waits out the 5 s
-navigation bound (protocol.md section 7, "Page-started downloads").
+Neither click changes the page: a download link is no navigation, and a form submission that
+turns into a download is told apart from one that loads a page by the download the browser
+reports meanwhile, so the snapshot's element numbers stay valid and the click answers at once.
 
 Chromium saves downloads where Playwright told it to (``Browser.setDownloadBehavior``; Playwright
 itself would name them by GUID): a folder of the test's own.
@@ -163,22 +163,23 @@ def test_a_blob_download_and_a_form_post_download_are_saved_in_the_files_folder(
         assert (world.files / blob_rel).read_text(encoding="utf-8") == BLOB_TEXT
         assert (world.downloads / "orders.csv").read_text(encoding="utf-8") == BLOB_TEXT
 
-        # A form POST answered with an attachment: no URL can fetch it again. (A form's
-        # submission is a navigation until the answer turns out to be a file.)
-        snap = client.ok("inspect_page")
-        clicked = client.ok("click_index", {"index": index_of(snap, "Download report")})
-        report_rel = saved_from(client, clicked)
+        # A form POST answered with an attachment: no URL can fetch it again. Its submission
+        # is a navigation until the answer turns out to be a file: the click says so at once.
+        clicked = client.call("click_index", {"index": index_of(snap, "Download report")})
+        assert clicked.ok and "it started a download; the page stays" in clicked.text, clicked
+        assert "old indices are stale" not in clicked.text and clicked.seconds < 4, clicked
+        report_rel = saved_from(client, clicked.text)
         assert report_rel.startswith("downloads/report"), report_rel
         assert (world.files / report_rel).read_bytes() == report_bytes("2026-11")
 
         # Asked for by its number, a saved download gives the same copy; a second export of
         # the same name is saved beside it, never over it.
-        number = int(clicked.split("download ", 1)[1].split(":", 1)[0])
+        number = int(clicked.text.split("\n- download ", 1)[1].split(":", 1)[0])
         again = client.ok("wait_for_download", {"download_id": number, "timeout_s": 5})
         assert saved_path(again) == report_rel and "application/pdf" in again, again
-        snap = client.ok("inspect_page")
-        clicked = client.ok("click_index", {"index": index_of(snap, "Download report")})
-        second = saved_from(client, clicked)
+        clicked = client.call("click_index", {"index": index_of(snap, "Download report")})
+        assert clicked.ok, clicked
+        second = saved_from(client, clicked.text)  # the same snapshot's numbers still hold
         assert second != report_rel and second.startswith("downloads/report"), second
         assert (world.files / second).read_bytes() == report_bytes("2026-11")
         assert (world.files / report_rel).read_bytes() == report_bytes("2026-11")

@@ -269,3 +269,20 @@ async def test_an_action_on_a_connection_without_downloads_adds_nothing(box: Fil
     assert not await before_action(FakeSource(reports=False), state)
     assert await note_after_action(FakeSource(reports=False), state, box) == ""
     assert state == {}
+
+
+async def test_a_page_action_reads_the_download_mark_only_where_downloads_are_reported() -> None:
+    from actors.tools.download_tools import download_mark_of
+
+    source = FakeSource()
+    assert await download_mark_of(source) == 0
+    source.start(1)
+    assert await download_mark_of(source) == source.table.mark() > 0
+    assert await download_mark_of(FakeSource(reports=False)) == -1
+    assert await download_mark_of(object()) == -1  # a session without the seam
+
+    class Broken(FakeSource):
+        async def download_mark(self) -> int | None:
+            raise ConnectionError("gone")
+
+    assert await download_mark_of(Broken()) == -1
