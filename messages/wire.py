@@ -28,7 +28,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from messages.codec import decode_message
 from messages.errors import InvalidMessage, LocalError, UnknownMessageType
-from messages.wire_inbound import InboundMessage
+from messages.wire_inbound import InboundMessage, Pong
 from messages.wire_outbound import OutboundMessage
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "OUTBOUND_TYPES",
     "dump_outbound",
     "parse_inbound",
+    "pong_for",
 ]
 
 #: Cached validators, built once at import (building one costs milliseconds).
@@ -114,3 +115,22 @@ def _without_surrogates(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_surrogates(v) for v in value]
     return value
+
+
+_PING_PREFIX = b'{"type":"ping",'
+
+
+def pong_for(payload: bytes) -> Pong | None:
+    """The answer to a frame that is just a ``ping``, for the link's reader to send without a
+    trip through the Connection's mailbox (a keepalive says the link and the loop are alive; it
+    is not the extension's activity); None for anything else, which goes to the Connection."""
+    if not payload.startswith(_PING_PREFIX):
+        return None
+    try:
+        obj = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return None
+    ping_id = obj.get("id") if isinstance(obj, dict) and len(obj) == 2 else None
+    if isinstance(ping_id, bool) or not isinstance(ping_id, str | int):
+        return None
+    return Pong(id=ping_id)

@@ -105,7 +105,9 @@ def register_action_tools(reg: Registry) -> None:
 
     @reg.register(
         "press_keys",
-        "Press keys in order (names like Enter, Tab, Escape, ArrowDown, combos like Ctrl+A).",
+        "Press keys in order (names like Enter, Tab, Escape, ArrowDown, combos like Ctrl+A). "
+        "They go to the focused element, as a keyboard's do: focus it first (click_index or "
+        "focus_index), then send chords like Ctrl+Enter or Ctrl+K.",
         PressKeysArgs,
         page_changing=True,
     )
@@ -120,7 +122,7 @@ def register_action_tools(reg: Registry) -> None:
 
     @reg.register(
         "press_key",
-        "Press one key or combo (Enter, Tab, Escape, ArrowDown, Ctrl+A).",
+        "Press one key or combo (Enter, Tab, Escape, ArrowDown, Ctrl+A) on the focused element.",
         PressKeyArgs,
         page_changing=True,
     )

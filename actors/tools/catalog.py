@@ -75,7 +75,14 @@ HOST_SIDE_TOOLS = frozenset(
 
 #: Browser tools that read or write the host's files: for MCP clients, host tools too.
 BROWSER_FILE_TOOLS = frozenset(
-    {"pdf_export", "download_file", "wait_for_download", "upload_file", "upload_index"}
+    {
+        "pdf_export",
+        "download_file",
+        "wait_for_download",
+        "upload_file",
+        "upload_index",
+        "drop_files",
+    }
 )
 
 

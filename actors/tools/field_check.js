@@ -9,7 +9,8 @@
 //  - a field whose value comes from a picker (date, time, datetime-local, month, week, color,
 //    range) or a number field that did not take the keys: the value the browser's own picker
 //    would set is set, with `input` and `change` (both bubble, as the browser's do), when the
-//    text can be read as one; else not done, saying what the field takes;
+//    text can be read as one; else not done, saying what the field takes; a slider that keeps to
+//    its min, max and step and so holds another number is not done, saying what it holds;
 //  - anything else: not done, with what the field now holds.
 // A secret field's value never leaves the page: only whether it matches.
 (() => {
@@ -94,6 +95,14 @@
       const v = pickerValue(type, text);
       if (v !== null) {
         el.value = v;
+        if ((type === 'range' || type === 'number') && el.value !== '' && Number(el.value) !== Number(v)) {
+          // A slider keeps to its min, max and step: it moved, but not to what was asked.
+          el.dispatchEvent(new Event('input', { bubbles: true, composed: true }));
+          el.dispatchEvent(new Event('change', { bubbles: true }));
+          return { done: false, shows: shows(el.value),
+            why: 'this ' + type + ' field keeps to min ' + (el.min || 'none') + ', max ' +
+              (el.max || 'none') + ', step ' + (el.step || '1') + ', so it moved to the nearest value' };
+        }
         if (el.value !== '') {
           el.dispatchEvent(new Event('input', { bubbles: true, composed: true }));
           el.dispatchEvent(new Event('change', { bubbles: true }));

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors.tools.cdp import CdpError, CdpSession, ErrorCode
+from actors.tools.closed_roots import adopt_closed_roots
 from actors.tools.page_types import _SNAPSHOT_JS, _WORLD_NAME
 
 __all__ = ["FRAME_BASE", "FrameBlocks", "FrameWorld", "Frames", "frame_blocks", "slot_of"]
@@ -264,9 +265,16 @@ async def frame_blocks(
                 )
                 continue
             frame = {"slot": slot, "x": f["x"], "y": f["y"], "vw": f["vw"], "vh": f["vh"]}
-            res = await frames.evaluate(
-                got, f"__browy.snapshot({json.dumps(opts | {'frame': frame, 'max_chars': budget})})"
-            )
+            args = opts | {"frame": frame, "max_chars": budget}
+            res = await frames.evaluate(got, f"__browy.snapshot({json.dumps(args)})")
+            # Closed shadow roots in the frame, as in the top document (actors.tools.closed_roots).
+            for _round in range(3):
+                if not res.get("closed_hosts") or got.context_id is None:
+                    break
+                if not await adopt_closed_roots(got.session, got.context_id):
+                    break
+                redo = json.dumps(args | {"redo": True})
+                res = await frames.evaluate(got, f"__browy.snapshot({redo})")
         except CdpError as exc:
             log.info("frame %s (%s) not read: %s", slot, label, exc.message)
             out.lines.append(f"# frame {slot} {label}: could not be read ({exc.wire_message})")

@@ -111,7 +111,10 @@ def register_page_tools(registry: Registry) -> None:
 
     _action(
         "click_index", "Click element [index] like a user (scrolls it into view). If the click "
-        "opens a JavaScript dialog the result says so at once: answer it with handle_dialog.",
+        "opens a JavaScript dialog the result says so at once: answer it with handle_dialog. "
+        "A popup or new tab it opens is named in the result (tab id): switch_tab to work there. "
+        "If a banner or overlay covers the element the click fails naming it: close that "
+        "(its Accept or Close button) and click again.",
         IndexArgs,
         lambda p, a, t: p.click_index(a.index, t),
     )  # fmt: skip
@@ -119,12 +122,16 @@ def register_page_tools(registry: Registry) -> None:
         "type_index", "Type text into element [index] (clears it first unless clear=false). "
         "The field is read back: a date, time, month, colour or number field that does not take "
         "keys gets the value its own picker would set (give dates as YYYY-MM-DD, times as "
-        "HH:MM); a field that ends up holding something else fails, saying what it holds.",
+        "HH:MM); a field that ends up holding something else fails, saying what it holds. "
+        "Rich-text editors (contenteditable, also ones that redraw as you type) take it too; "
+        "format there with press_keys chords (Ctrl+A, Ctrl+B) while it has the focus.",
         TypeArgs, lambda p, a, t: p.type_index(a.index, t, a.text, clear=a.clear, submit=a.submit),
     )  # fmt: skip
     _action(
         "select_index", "Choose an option of the select element [index] by value or label "
-        "(read back: fails if the page refuses the choice).",
+        "(read back: fails if the page refuses the choice). One call also works for long lists "
+        "and for custom dropdowns (ARIA comboboxes, typed-to-filter ones too): it opens them, "
+        "finds the option by label and clicks it; no need to open or scroll them yourself.",
         SelectArgs, lambda p, a, t: p.select_index(a.index, t, a.value),
     )  # fmt: skip
     _action(
@@ -146,6 +153,6 @@ def register_page_tools(registry: Registry) -> None:
         lambda p, a, t: p.drag_index(a.index, a.to_index, t),
     )  # fmt: skip
     _action(
-        "focus_index", "Focus element [index].", IndexArgs,
+        "focus_index", "Focus element [index] (then press_keys goes to it).", IndexArgs,
         lambda p, a, t: p.focus_index(a.index, t),
     )  # fmt: skip

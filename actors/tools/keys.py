@@ -85,6 +85,10 @@ def key_events(combo: str) -> list[dict[str, Any]]:
         ch = name
         upper = ch.upper()
         key = upper if modifiers & 8 and ch.isalpha() else ch
+        if modifiers & (1 | 2 | 4) and not modifiers & 8 and ch.isascii() and ch.isalpha():
+            # A chord names a key, not a capital: Ctrl+K is what a user's Ctrl and k make,
+            # key "k" (pages test `e.key === 'k'`); Ctrl+Shift+K stays "K".
+            key = ch.lower()
         if ch.isalpha() and ch.isascii():
             code, vk = f"Key{upper}", ord(upper)
         elif ch.isdigit():

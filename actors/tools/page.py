@@ -58,7 +58,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Concatenate, ParamSpec
 
 from actors.tools.cdp import CdpError, CdpSession, ErrorCode
-from actors.tools.drag import drag_index
+from actors.tools.combobox import choose_option
+from actors.tools.drag import drag_index, drop_files, drop_on_text
 from actors.tools.field_check import remember_field, typed_check
 from actors.tools.frames import slot_of
 from actors.tools.page_types import (
@@ -207,10 +208,11 @@ class PageTools(PageWorld):
 
     @_framed
     async def select_index(self, index: int, doc_token: str, value_or_label: str) -> ActionResult:
-        """Choose an option of the native ``<select>`` ``index`` by value or (partial) label."""
+        """Choose an option of the native ``<select>`` ``index`` by value or (partial) label; of
+        an ARIA combobox by label, opening it like a user (:mod:`actors.tools.combobox`)."""
         before = await self._before(index, doc_token)
         if before["tag"] != "SELECT":
-            return self._failed("select", index, before, "the element is not a native <select>")
+            return await choose_option(self, index, doc_token, value_or_label, before)
         await self._call(f"__browy.resolve({int(index)}, {json.dumps(doc_token)})")
         res = await self._call(
             f"__browy.selectOption({int(index)}, {json.dumps(doc_token)}, "
@@ -261,6 +263,15 @@ class PageTools(PageWorld):
             raise CdpError(ErrorCode.INTERNAL, "drag_index: both elements must be in one frame")
         async with self._in_frame(source, doc_token) as token:
             return await drag_index(self, source, target, token)
+
+    async def drop_files(self, index: int, files: list[str], doc_token: str) -> ActionResult:
+        """Drop sandbox ``files`` on element ``index`` (:func:`actors.tools.drag.drop_files`)."""
+        async with self._in_frame(index, doc_token) as token:
+            return await drop_files(self, index, files, token)
+
+    async def drop_on_text(self, text: str, files: list[str]) -> tuple[bool, str]:
+        """Drop sandbox ``files`` on the element showing ``text`` (top document)."""
+        return await drop_on_text(self, text, files)
 
     @contextlib.asynccontextmanager
     async def _in_frame(self, index: int, doc_token: str) -> AsyncIterator[str]:

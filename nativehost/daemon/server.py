@@ -51,6 +51,7 @@ from messages.link import (
     LinkControl,
     LinkData,
 )
+from messages.wire import pong_for
 from nativehost.config import load_config
 from nativehost.config_schema import Config
 from nativehost.daemon.agent_settings import agent_settings
@@ -347,7 +348,9 @@ class DaemonServer:
                 env = await stream.recv()
                 if env is None:
                     break
-                if isinstance(env, LinkData):
+                if isinstance(env, LinkData) and (pong := pong_for(env.payload)) is not None:
+                    await writer.send(pong)  # a keepalive: answered here (messages.wire)
+                elif isinstance(env, LinkData):
                     try:
                         await connection.tell(Inbound(payload=env.payload))
                     except (ActorError, LookupError):

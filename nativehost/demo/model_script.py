@@ -10,7 +10,9 @@ Script format
 
 A JSON file (or the same structure built in Python) that is either a list of steps or an object::
 
-    {"mode": "script" | "echo",        # "echo" answers with the last user text (the demo)
+    {"mode": "script" | "echo",        # "echo" answers with the user's words: the last user
+                                       # message up to its first blank line (the context block
+                                       # the host adds after one is left out)
      "api_key": "sk-test",             # optional: other bearer tokens get 401
      "models": ["gpt-4o", "text-embedding-3-small"],   # optional: GET /v1/models
      "steps": [ step, ... ]}

@@ -249,7 +249,9 @@ class ScriptedModelServer:
     def _answer_for(self, messages: list[dict[str, Any]]) -> Step | None:
         if self.script.mode == "echo":
             users = [m for m in messages if m.get("role") == "user"]
-            return Step(text=split_words(message_text(users[-1]) if users else ""))
+            # The user's words: the host adds its context block after a blank line.
+            words = message_text(users[-1]).split("\n\n", 1)[0] if users else ""
+            return Step(text=split_words(words))
         step = self._queue.take(messages)
         if step is not None and step.faults:
             self.served_faults.append((asyncio.get_running_loop().time(), step))

@@ -25,7 +25,6 @@ pattern are unit-tested).
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from playwright.sync_api import Playwright
 
 from tests.e2e.browser import REPO_ROOT, E2EBrowser, launched, wait_until
 from tests.e2e.test_panels_at_work import Site, write_config
-from tests.e2e.tool_client import ToolClient, index_of
+from tests.e2e.tool_client import ToolClient, client_on_protocol, index_of
 
 pytestmark = pytest.mark.browser
 
@@ -125,7 +124,7 @@ PLAIN = "<!doctype html><title>Plain</title><h1>Plain</h1><p>Nothing here.</p>\n
 class World:
     browser: E2EBrowser
     site: Site
-    protocol: int = 2
+    protocol: int = 2  # what the extension speaks now (the client fixture sets it)
 
 
 @pytest.fixture(scope="module")
@@ -162,25 +161,9 @@ def world(playwright: Playwright, tmp_path_factory: pytest.TempPathFactory) -> I
 @pytest.fixture(scope="module", params=[2, 1], ids=["v2", "v1"])
 def client(world: World, request: pytest.FixtureRequest) -> Iterator[ToolClient]:
     """A local client of the daemon, with the extension speaking ``request.param``."""
-    protocol = int(request.param)
-    browser = world.browser
-    if world.protocol != protocol:
-        browser.worker.evaluate("(n) => globalThis.browyTest.useProtocol(n)", protocol)
-        world.protocol = protocol
-    wait_until(
-        lambda: (
-            browser.state().get("state") == "ready"
-            and browser.state().get("detail", "").endswith(f"protocol {protocol}")
-        ),
-        timeout=20,
-        what=f"the extension ready on protocol {protocol}",
-    )
-    tools = ToolClient(browser.home, name=f"e2e-pages-v{protocol}")
-    try:
+    world.protocol = protocol = int(request.param)
+    with client_on_protocol(world.browser, protocol, f"e2e-pages-v{protocol}") as tools:
         yield tools
-    finally:
-        with contextlib.suppress(Exception):
-            tools.close()
 
 
 def open_tab(client: ToolClient, url: str) -> str:
@@ -340,7 +323,8 @@ def test_drag_index_moves_an_html5_card_and_reorders_a_pointer_list(
 def test_frames_of_other_origins_are_listed_and_used_or_said_unreachable(
     world: World, client: ToolClient
 ) -> None:
-    snap = open_tab(client, f"{world.site.url}/checkout.html")
+    open_tab(client, f"{world.site.url}/checkout.html")
+    snap = until_text(client, "inspect_page", {}, "card.html")  # both frames in (a loaded box)
     assert re.search(r"^-- frame 2: 127\.0\.0\.1:\d+/news\.html \(cross-origin\) --$", snap, re.M)
     client.ok("click_index", {"index": index_of(snap, '"Subscribe"')})
     assert "subscribed" in client.ok("extract_text", {"selector": "#out"})

@@ -9,19 +9,21 @@ checkout, with no ``browy mcp`` process in between — and reads each tool's ful
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from nativehost.mcp.daemon_session import CallOutcome, DaemonSession
+from tests.e2e.browser import E2EBrowser, wait_until
 
 T = TypeVar("T")
 
-__all__ = ["Result", "ToolClient", "index_of"]
+__all__ = ["Result", "ToolClient", "client_on_protocol", "index_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,3 +93,24 @@ def index_of(snapshot: str, needle: str) -> int:
         if match and needle in line:
             return int(match.group(1))
     raise AssertionError(f"no element with {needle!r} in:\n{snapshot}")
+
+
+@contextlib.contextmanager
+def client_on_protocol(browser: E2EBrowser, protocol: int, name: str) -> Iterator[ToolClient]:
+    """A local client (by *name*) of the daemon, with the extension speaking *protocol* (switched
+    with ``browyTest.useProtocol`` unless it already does, and ready)."""
+
+    def ready() -> bool:
+        state = browser.state()
+        on = str(state.get("detail", "")).endswith(f"protocol {protocol}")
+        return state.get("state") == "ready" and on
+
+    if not ready():
+        browser.worker.evaluate("(n) => globalThis.browyTest.useProtocol(n)", protocol)
+    wait_until(ready, timeout=20, what=f"the extension ready on protocol {protocol}")
+    tools = ToolClient(browser.home, name=name)
+    try:
+        yield tools
+    finally:
+        with contextlib.suppress(Exception):
+            tools.close()

@@ -20,8 +20,9 @@ from messages.wire import (
     OUTBOUND_TYPES,
     dump_outbound,
     parse_inbound,
+    pong_for,
 )
-from messages.wire_inbound import ChatSend, SessionStart, ToolResult
+from messages.wire_inbound import ChatSend, Pong, SessionStart, ToolResult
 from messages.wire_outbound import ChatDelta, ChatError, ChatToolCall, ConfigResult, ErrorMessage
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "wire"
@@ -216,3 +217,19 @@ def test_dump_outbound_replaces_lone_surrogates_instead_of_failing_the_message()
 def test_the_inbound_adapter_parses_models_list_as_the_request_not_the_reply() -> None:
     model = INBOUND_ADAPTER.validate_python({"type": "models.list"})
     assert type(model).__name__ == "ModelsListRequest"
+
+
+def test_a_frame_that_is_just_a_ping_is_answered_at_the_link_and_anything_else_is_not() -> None:
+    assert pong_for(b'{"type":"ping","id":7}') == Pong(id=7)
+    assert pong_for(b'{"type":"ping","id":"k-1"}') == Pong(id="k-1")
+    # Anything else goes to the Connection, which answers (or refuses) it as before.
+    for payload in (
+        b'{"type":"ping","id":true}',
+        b'{"type":"ping","id":null}',
+        b'{"type":"ping","id":1,"sessionId":"s"}',
+        b'{"type":"ping",',
+        b'{"id":1,"type":"ping"}',
+        b'{"type":"pong","id":1}',
+        b'{"type":"chat.send","sessionId":"s","text":"ping"}',
+    ):
+        assert pong_for(payload) is None, payload

@@ -175,3 +175,10 @@ def test_key_combos_map_to_cdp_key_events() -> None:
     assert (enter["type"], enter["text"], enter["windowsVirtualKeyCode"]) == ("keyDown", "\r", 13)
     with pytest.raises(ToolError):
         key_events("Hyper+x")
+
+
+def test_a_chord_with_a_capital_letter_sends_the_key_a_user_s_keyboard_would() -> None:
+    ctrl_k, _ = key_events("Ctrl+K")
+    assert (ctrl_k["key"], ctrl_k["code"], ctrl_k["modifiers"]) == ("k", "KeyK", 2)
+    assert key_events("Ctrl+Shift+k")[0]["key"] == "K"
+    assert key_events("K")[0]["key"] == "K"  # typing a capital, no chord

@@ -1,18 +1,24 @@
 """Cross-origin frames in a real headless Chromium (site isolation on): a frame of another site
 (out of process: a child session) and a cross-origin frame of the same site (in process) are
 listed in the same snapshot with numbers of their own, and typed into and clicked with trusted
-input at top-viewport coordinates."""
+input at top-viewport coordinates; files are uploaded and dropped into them."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
 from actors.tools.cdp import CdpError, ErrorCode
+from actors.tools.files import FileSandbox
+from actors.tools.inspect_more import register_more_tools
 from actors.tools.page import PageTools
-from tests.helpers.cdp_ws import CdpWsSession
+from actors.tools.registry import Registry
+from actors.tools.tool_def import ToolContext
+from tests.actors.tools.test_forms import Pinned
+from tests.helpers.cdp_ws import CdpWsSession, WsTab
 from tests.helpers.chromium import Chromium, PageServer, chromium_available
 
 pytestmark = [
@@ -32,9 +38,29 @@ CARD = """<!doctype html><title>Card</title><body style="margin:0">
 <label>Card number <input id="cc" autocomplete="cc-number"></label>
 <label>Name on card <input id="name"></label>
 <button onclick="parent.postMessage('paid by ' + document.getElementById('name').value, '*')">
-Pay</button></body>"""
+Pay</button>
+<label>Receipt <input type="file" id="receipt"></label>
+<span id="zone" role="button" tabindex="0">Drop a scan</span>
+<script>
+const tell = (what, files) => parent.postMessage(what + Array.from(files, (f) => f.name), '*');
+document.getElementById('receipt').onchange = (e) => tell('got ', e.target.files);
+const zone = document.getElementById('zone');
+zone.ondragover = (e) => e.preventDefault();
+zone.ondrop = (e) => { e.preventDefault(); tell('dropped ', e.dataTransfer.files); };
+</script></body>"""
 NEWS = """<!doctype html><title>News</title>
-<a href="#" onclick="parent.postMessage('subscribed', '*'); return false">Subscribe</a>"""
+<a href="#" onclick="parent.postMessage('subscribed', '*'); return false">Subscribe</a>
+<x-share></x-share>
+<script>
+customElements.define('x-share', class extends HTMLElement {
+  constructor() {
+    super();
+    const root = this.attachShadow({ mode: 'closed' });
+    root.innerHTML = '<button>Share privately</button>';
+    root.querySelector('button').onclick = () => parent.postMessage('shared', '*');
+  }
+});
+</script>"""
 
 
 @pytest.fixture(scope="module")
@@ -125,3 +151,38 @@ async def test_another_page_tools_on_the_same_attachment_finds_the_same_numbers(
     assert idx(again.text, '"Pay"') == idx(first.text, '"Pay"')
     assert (await later.click_index(idx(again.text, '"Pay"'), again.doc_token)).ok
     assert await tab.evaluate("document.getElementById('out').textContent") == "paid by "
+
+
+async def test_files_go_into_a_frame_of_another_site_by_upload_and_by_drop(
+    tab: CdpWsSession, sites: tuple[PageServer, PageServer], tmp_path: Path
+) -> None:
+    await tab.navigate(sites[0].url("top.html"))
+    pinned = Pinned(tab)
+    snap = await pinned.snapshot()
+    box = FileSandbox(tmp_path)
+    box.write("scan.pdf", "%PDF-1.4 scan")
+    ctx = ToolContext(session_id="s", cdp=WsTab(tab), files=box, state={"browser": pinned})
+    reg = Registry()
+    register_more_tools(reg)
+    receipt, zone = idx(snap.text, '"Receipt"'), idx(snap.text, '"Drop a scan"')
+    assert receipt > 100_000 and zone > 100_000, snap.text
+    out = await reg.run("upload_index", {"index": receipt, "paths": ["scan.pdf"]}, ctx)
+    assert out.ok, out.content_for_model
+    assert "set 1 file(s) on" in str(out.content_for_model)
+    assert await tab.evaluate("document.getElementById('out').textContent") == "got scan.pdf"
+    out = await reg.run("drop_files", {"index": zone, "paths": ["scan.pdf"]}, ctx)
+    assert out.ok, out.content_for_model
+    assert await tab.evaluate("document.getElementById('out').textContent") == "dropped scan.pdf"
+
+
+async def test_a_closed_shadow_root_inside_a_cross_origin_frame_is_listed_and_clicked(
+    tab: CdpWsSession, sites: tuple[PageServer, PageServer]
+) -> None:
+    await tab.navigate(sites[0].url("top.html"))
+    tools = PageTools(tab)
+    snap = await tools.inspect_page()
+    share = idx(snap.text, '"Share privately"')
+    assert share > 200_000, snap.text  # in frame 2, behind a closed root
+    clicked = await tools.click_index(share, snap.doc_token)
+    assert clicked.ok, clicked
+    assert await tab.evaluate("document.getElementById('out').textContent") == "shared"

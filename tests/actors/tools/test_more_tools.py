@@ -339,8 +339,8 @@ async def test_replay_request_lists_the_captured_ids_when_none_matches(
 
 
 def test_page_changing_tools_are_marked_and_reads_are_retryable(reg: Registry) -> None:
-    changing = ["fill_form", "submit_form", "upload_index", "upload_file", "hover_index",
-                "download_file", "replay_request"]  # fmt: skip
+    changing = ["fill_form", "submit_form", "upload_index", "upload_file", "drop_files",
+                "hover_index", "download_file", "replay_request"]  # fmt: skip
     reads = ["extract_form", "accessibility_snapshot", "get_event_listeners", "web_fetch",
              "await_user"]  # fmt: skip
     for name in changing:

@@ -222,14 +222,16 @@ async def test_the_link_answers_a_cli_status_and_reports_the_peer_as_our_user(ho
     assert welcome.version == 2
     assert peer_uid(stream.writer) == os.getuid()
     stream.send(LinkControl(op="status", args={}))
-    stream.send(LinkData(b'{"type": "ping", "id": 3}'))
+    stream.send(LinkData(b'{"type":"ping","id":3}'))  # as JSON.stringify writes it: the fast path
+    stream.send(LinkData(b'{"type": "ping", "id": 4}'))  # the Connection's path
     await stream.drain()
     got: list[object] = []
     async with asyncio.timeout(5):
-        while len(got) < 2:
+        while len(got) < 3:
             got.append(await stream.recv())
     assert any(isinstance(g, LinkControl) and g.op == "status" for g in got)
     assert LinkData(b'{"type":"pong","id":3}') in got
+    assert LinkData(b'{"type":"pong","id":4}') in got
     stream.close()
     await asyncio.to_thread(stop_daemon, home)
 

@@ -230,8 +230,13 @@ def test_drop_steps_forgets_only_the_untaken_steps_of_one_turn_of_one_session() 
 async def test_echo_mode_answers_with_the_users_text() -> None:
     async with running(None) as server:
         _, raw = await post(server.base_url, chat("echo me please", stream=False))
+        _, with_context = await post(
+            server.base_url, chat("and me\n\n[No browser tab is available]", stream=False)
+        )
         models = await get_json(server.base_url + "/models")
     assert json.loads(raw)["choices"][0]["message"]["content"] == "echo me please"
+    # The context block the host adds after the user's words is not echoed.
+    assert json.loads(with_context)["choices"][0]["message"]["content"] == "and me"
     assert [m["id"] for m in models["data"]] == ["browy-echo"]
 
 
