@@ -28,6 +28,8 @@ __all__ = [
     "ConfigSet",
     "DaemonRestart",
     "DoctorRun",
+    "DownloadDone",
+    "DownloadStarted",
     "Hello",
     "HistoryClear",
     "ImageGet",
@@ -177,6 +179,34 @@ class CdpEvent(InboundModel):
     target_session_id: str | None = None  # v2 cdp.targetSessions: from that child session
 
 
+class _Download(InboundModel):
+    # Section 4, capability ``downloads``: what ``chrome.downloads`` says of a download the
+    # browser made (a page's blob: link, a form answered with a file). v2 only.
+    download_id: int
+    url: str = ""
+    final_url: str = ""
+    referrer: str = ""
+    mime: str = ""
+    start_time: str = ""
+
+
+class DownloadStarted(_Download):
+    """A download began (``chrome.downloads.onCreated``); its file is not written yet."""
+
+    type: Literal["download.started"] = "download.started"
+
+
+class DownloadDone(_Download):
+    """A download ended: ``complete`` (``filename`` is the absolute path Chrome wrote, ``bytes``
+    its size) or ``interrupted`` (``error`` is Chrome's InterruptReason)."""
+
+    type: Literal["download.done"] = "download.done"
+    state: Literal["complete", "interrupted"]
+    filename: str = ""
+    bytes: int = 0
+    error: str | None = None
+
+
 class AuthSignin(InboundModel):
     type: Literal["auth.signin"] = "auth.signin"
 
@@ -280,6 +310,8 @@ InboundMessage = Annotated[
     | HistoryClear
     | ToolResult
     | CdpEvent
+    | DownloadStarted
+    | DownloadDone
     | AuthSignin
     | ModelsListRequest
     | ModelsSet

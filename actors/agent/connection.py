@@ -37,7 +37,13 @@ from actors.agent.model_side import ModelSide
 from actors.agent.sessions import Sessions
 from actors.agent.tool_calls import ToolCalls
 from actors.agent.turn_launch import TurnLauncher
-from actors.browser.proxy_messages import Answered, ConnectionLost, EventArrived, ProxyMsg
+from actors.browser.proxy_messages import (
+    Answered,
+    ConnectionLost,
+    DownloadArrived,
+    EventArrived,
+    ProxyMsg,
+)
 from actors.browser.tabs import BrowserCalls
 from actors.link.link_writer import ConnectionInfo, LinkWriter
 from actors.runtime.actor import Actor
@@ -64,6 +70,8 @@ from messages.wire_inbound import (
     ConfigSet,
     DaemonRestart,
     DoctorRun,
+    DownloadDone,
+    DownloadStarted,
     Hello,
     HistoryClear,
     ImageGet,
@@ -122,6 +130,7 @@ SERVER_CAPABILITIES = (
     "cdp.cancel",
     "control.release",
     "cdp.targetSessions",
+    "downloads",
 )
 
 
@@ -201,6 +210,9 @@ class Connection(Actor[Inbound]):
             await self._proxy.tell(Answered(result=parsed))
         elif isinstance(parsed, CdpEvent):
             await self._proxy.tell(EventArrived(event=parsed))
+        elif isinstance(parsed, DownloadStarted | DownloadDone):
+            if self.info.reports_downloads:  # v2 only: a v1 wire has no download.* (section 4)
+                await self._proxy.tell(DownloadArrived(download=parsed))
         elif self._front is None:
             await self._bare(parsed)
         else:

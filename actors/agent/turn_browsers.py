@@ -69,6 +69,7 @@ class TurnBrowsers:
             window_id=entry.window_id,
             group=client.name if client is not None and _groups(link) else None,
             child_sessions=link.info.target_sessions,
+            reports_downloads=link.info.reports_downloads,
         )
         kept = await self._kept_tab(ticket.session_id, tabs) if entry.browser_link_id else None
         if client is not None and kept is not None and kept.tab_id not in client.tabs:

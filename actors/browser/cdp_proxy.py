@@ -6,6 +6,8 @@ One per connection (architecture.md section 2), a child of that link's superviso
   it sends is opened there first and settles exactly once (answered, timed out, cancelled, lost);
 - the v2 ``cdp.cancel`` of a call the host gave up on, and ``control.release`` when a turn ends;
 - the fan-out of ``cdp.event`` to the tools that subscribed (console and network buffers);
+- the downloads its browser reported (v2 ``download.*``, :mod:`actors.browser.downloads`) and
+  the tools waiting for one to finish;
 - the open JavaScript dialogs of its tabs (:mod:`actors.tools.dialogs`): a dialog that opens fails
   the calls waiting on its tab at once (``DialogOpen``, v2 ``cdp.cancel``), and a call opened while
   it is open fails before it is sent — a blocked page would otherwise hold each one to its deadline.
@@ -44,6 +46,9 @@ from actors.browser.proxy_messages import (
     Answered,
     CallTicket,
     ConnectionLost,
+    DownloadArrived,
+    DownloadQuery,
+    DownloadSaved,
     EventArrived,
     GetDialog,
     GiveUp,
@@ -114,6 +119,13 @@ class CDPProxy(Actor[ProxyMsg]):
             self._subs.remove(msg.token)
         elif isinstance(msg, GetDialog):
             return self._subs.dialogs.get(msg.tab_id)
+        elif isinstance(msg, DownloadArrived):
+            record = self._subs.downloads.update(msg.download)
+            log.info("download %d: %s", record.download_id, record.state)
+        elif isinstance(msg, DownloadQuery):
+            return self._downloads(msg)
+        elif isinstance(msg, DownloadSaved):
+            self._subs.downloads.saved(msg.download_id, msg.path)
         elif isinstance(msg, ReleaseControl):
             if self._info.v2 and not self._lost:
                 await self._send_quietly(ControlRelease(owner_id=msg.owner_id))
@@ -121,6 +133,22 @@ class CDPProxy(Actor[ProxyMsg]):
             self._fail_all(ErrorCode.CONNECTION_LOST, "connection lost before an answer")
             self._lost = True
             self._subs.entries.clear()
+            self._subs.downloads.drop_waiters()
+        return None
+
+    def _downloads(self, msg: DownloadQuery) -> Any:
+        table = self._subs.downloads
+        if msg.op == "mark":
+            return table.mark()
+        if msg.op == "since":
+            return table.since(msg.after)
+        if msg.op == "wait" and msg.waiter is not None:
+            if self._lost:
+                msg.waiter(None)
+            else:
+                table.wait(msg.download_id, msg.after, msg.waiter)
+        elif msg.op == "forget" and msg.waiter is not None:
+            table.forget_waiter(msg.waiter)
         return None
 
     # --- calls ------------------------------------------------------------------------------

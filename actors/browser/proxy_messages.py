@@ -3,7 +3,8 @@
 The caller's :class:`CallTicket` (its reply future and the ticket rule's two flags, see
 :mod:`actors.browser.cdp_proxy`), the proxy's mailbox messages (:data:`ProxyMsg`) and
 :class:`Subscriptions` — the link's CDP event subscribers and its open JavaScript dialogs
-(:class:`actors.tools.dialogs.DialogTable`), handed to each CDPProxy incarnation.
+(:class:`actors.tools.dialogs.DialogTable`) and the downloads the browser reported
+(:class:`actors.browser.downloads.DownloadTable`), handed to each CDPProxy incarnation.
 """
 
 from __future__ import annotations
@@ -15,14 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors.browser.call_table import CallState
+from actors.browser.downloads import DownloadTable, DownloadWaiter
 from actors.tools.dialogs import DialogTable
-from messages.wire_inbound import CdpEvent, ToolResult
+from messages.wire_inbound import CdpEvent, DownloadDone, DownloadStarted, ToolResult
 
 __all__ = [
     "TAB_OPS",
     "Answered",
     "CallTicket",
     "ConnectionLost",
+    "DownloadArrived",
+    "DownloadQuery",
+    "DownloadSaved",
     "EventArrived",
     "EventCallback",
     "GetDialog",
@@ -126,6 +131,33 @@ class GetDialog:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DownloadArrived:
+    """A ``download.started`` / ``download.done`` arrived (v2, capability ``downloads``)."""
+
+    download: DownloadStarted | DownloadDone
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DownloadQuery:
+    """Ask the link's :class:`~actors.browser.downloads.DownloadTable`: ``op`` ``"mark"``
+    (answered with an int), ``"since"`` (the records after ``after``), ``"wait"`` (register
+    ``waiter``, see :meth:`DownloadTable.wait`) or ``"forget"`` (drop ``waiter``)."""
+
+    op: str
+    after: int = 0
+    download_id: int | None = None
+    waiter: DownloadWaiter | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DownloadSaved:
+    """Download ``download_id`` was copied into the sandbox at ``path``."""
+
+    download_id: int
+    path: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ConnectionLost:
     """The link went away: fail every pending call; later calls fail at once (section 5)."""
 
@@ -139,6 +171,9 @@ ProxyMsg = (
     | Unsubscribe
     | ReleaseControl
     | GetDialog
+    | DownloadArrived
+    | DownloadQuery
+    | DownloadSaved
     | ConnectionLost
 )
 
@@ -151,6 +186,7 @@ class Subscriptions:
         self._tokens = itertools.count(1)
         self.entries: dict[int, tuple[str, int | None, EventCallback]] = {}
         self.dialogs = DialogTable()
+        self.downloads = DownloadTable()
 
     def add(self, session_id: str, tab_id: int | None, callback: EventCallback) -> int:
         token = next(self._tokens)

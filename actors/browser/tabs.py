@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from actors.browser.call_table import CallState
+from actors.browser.download_calls import DownloadCalls
 from actors.browser.proxy_messages import (
     CallTicket,
     GetDialog,
@@ -206,12 +207,13 @@ def _error_from_text(text: str) -> BrowserCallError:
     return BrowserCallError(code, text or "the browser call failed")
 
 
-class TabCdpSession:
+class TabCdpSession(DownloadCalls):
     """The ``CdpSession`` seam (actors/tools/cdp.py) over :class:`BrowserCalls`, bound to one
     tab. Also offers :meth:`subscribe` for that tab's CDP events (``callback(method, params)``).
 
     ``child(target_session)`` is the same tab's child session (an out-of-process iframe), where
-    ``child_sessions`` says the connection can address them (v2 ``cdp.targetSessions``).
+    ``child_sessions`` says the connection can address them (v2 ``cdp.targetSessions``). Its
+    connection's downloads: :class:`~actors.browser.download_calls.DownloadCalls`.
     """
 
     def __init__(
@@ -223,8 +225,10 @@ class TabCdpSession:
         *,
         child_sessions: bool = False,
         target_session: str | None = None,
+        reports_downloads: bool = False,
     ) -> None:
-        self.calls = calls
+        self.calls: BrowserCalls = calls
+        self.reports_downloads = reports_downloads
         self.session_id = session_id
         self.tab_id = tab_id
         self.owner_id = owner_id
@@ -236,6 +240,7 @@ class TabCdpSession:
         return TabCdpSession(
             self.calls, self.session_id, self.tab_id, self.owner_id,
             child_sessions=self.child_sessions, target_session=target_session,
+            reports_downloads=self.reports_downloads,
         )  # fmt: skip
 
     async def send(
@@ -273,7 +278,7 @@ class TabCdpSession:
         return await self.calls.subscribe(self.session_id, self.tab_id, deliver)
 
 
-class ProxyTabs:
+class ProxyTabs(DownloadCalls):
     """``tab.*`` operations of one session (the tools' ``TabOps``)."""
 
     def __init__(
@@ -286,8 +291,11 @@ class ProxyTabs:
         timeout: float = 10.0,
         group: str | None = None,
         child_sessions: bool = False,
+        reports_downloads: bool = False,
     ) -> None:
-        self.calls = calls
+        self.calls: BrowserCalls = calls
+        #: The browser tells the host of its downloads (v2, capability ``downloads``).
+        self.reports_downloads = reports_downloads
         self.session_id = session_id
         self.owner_id = owner_id
         self.window_id = window_id
@@ -326,5 +334,5 @@ class ProxyTabs:
     def session(self, tab_id: int) -> TabCdpSession:
         return TabCdpSession(
             self.calls, self.session_id, tab_id, self.owner_id,
-            child_sessions=self.child_sessions,
+            child_sessions=self.child_sessions, reports_downloads=self.reports_downloads,
         )  # fmt: skip

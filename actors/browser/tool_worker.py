@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from actors.browser.action_downloads import DOWNLOADING_TOOLS, before_action, note_after_action
 from actors.browser.opened_tabs import OPENING_TOOLS, note_of, opened_since, tab_ids
 from actors.runtime.actor import Actor
 from actors.runtime.ref import Overflow
@@ -277,6 +278,12 @@ class ToolWorker(Actor[WorkerMsg]):
         # An action that may open a tab (a popup): the tabs before it, to say which it opened.
         watch = browser is not None and browser.tab_id is not None and msg.name in OPENING_TOOLS
         before = await tab_ids(browser.tabs) if watch and browser is not None else None
+        # ... and where its downloads stood, to say which it started (a blob: link, a form POST).
+        downloads = (
+            browser is not None
+            and msg.name in DOWNLOADING_TOOLS
+            and await before_action(browser.tabs, state)
+        )
         if lock is None:
             outcome = await registry.run(msg.name, msg.args, ctx, call_id=msg.call_id)
         else:
@@ -288,8 +295,10 @@ class ToolWorker(Actor[WorkerMsg]):
             if isinstance(new_tab, int) and new_tab != browser.tab_id:
                 browser.switch(new_tab)  # the model switched tabs (switch_tab / new_tab)
         content = outcome.content_for_model
-        if opened:  # a popup, a link opened in a new tab: said, not followed
-            note = note_of(opened)
+        notes = [note_of(opened)] if opened else []  # a popup, a new tab: said, not followed
+        if downloads and browser is not None:
+            notes.append(await note_after_action(browser.tabs, state, self._sandbox))
+        if note := "\n\n".join(n for n in notes if n):
             content = (
                 [*content, {"type": "text", "text": note}]
                 if isinstance(content, list)

@@ -75,6 +75,11 @@ class ConnectionInfo:
         return self.v2 and "cdp.targetSessions" in self.capabilities
 
     @property
+    def reports_downloads(self) -> bool:
+        """Does the browser send ``download.*``? v2 with the capability ``downloads``."""
+        return self.v2 and "downloads" in self.capabilities
+
+    @property
     def scope(self) -> str:
         """Where this connection's chats live: its install (v2), else ``default``."""
         return self.install_id if self.protocol >= 2 and self.install_id else "default"

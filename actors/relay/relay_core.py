@@ -70,7 +70,11 @@ INITIAL_PUSH_TYPES = ("sdk.ready", "auth.status", "models.current", "models.list
 SWALLOW_WINDOW_S = 10.0
 
 _REGISTRATION_TYPES = frozenset({"hello", "session.start", "session.end"})
-_SILENT_DURING_OUTAGE = frozenset({"tool.result", "cdp.event", "pong", "history.clear"})
+#: What gets no answer during an outage: answers to host requests, events (a download's news is
+#: lost with the link: the next daemon connection starts with no downloads), and no-reply asks.
+_SILENT_DURING_OUTAGE = frozenset(
+    {"tool.result", "cdp.event", "download.started", "download.done", "pong", "history.clear"}
+)
 
 
 class LinkState(enum.Enum):

@@ -75,7 +75,14 @@ HOST_SIDE_TOOLS = frozenset(
 
 #: Browser tools that read or write the host's files: for MCP clients, host tools too.
 BROWSER_FILE_TOOLS = frozenset(
-    {"pdf_export", "download_file", "upload_file", "upload_index", "drop_files"}
+    {
+        "pdf_export",
+        "download_file",
+        "wait_for_download",
+        "upload_file",
+        "upload_index",
+        "drop_files",
+    }
 )
 
 
@@ -130,6 +137,8 @@ _NOT_DESTRUCTIVE = frozenset(
         "set_viewport", "wait_for", "press_key", "screenshot", "pdf_export",
     }
 )  # fmt: skip
+#: Tools that change no page but write the host's files.
+_WRITES_FILES = frozenset({"save_file", "delete_file", "write_file", "wait_for_download"})
 #: Tools that act on the host alone (no page, no network): a closed world.
 _CLOSED_WORLD = frozenset(
     {
@@ -235,7 +244,7 @@ class ToolCatalog:
         changing = bool(tool and (tool.page_changing or tool.host_code))
         return ToolHints(
             title=name.replace("_", " ").capitalize(),
-            read_only=not changing and name not in ("save_file", "delete_file"),
+            read_only=not changing and name not in _WRITES_FILES,
             destructive=changing and name not in _NOT_DESTRUCTIVE,
             open_world=name not in _CLOSED_WORLD,
         )

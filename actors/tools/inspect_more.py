@@ -202,7 +202,9 @@ def register_inspect_tools(reg: Registry) -> None:
 
 
 def register_more_tools(reg: Registry) -> None:
-    """Every tool of this module, :mod:`forms`, :mod:`transfer` and :mod:`hostside`."""
+    """Every tool of this module, :mod:`forms`, :mod:`transfer`, :mod:`download_tools` and
+    :mod:`hostside`."""
+    from actors.tools.download_tools import register_download_tools
     from actors.tools.forms import register_form_tools
     from actors.tools.hostside import register_host_tools
     from actors.tools.transfer import register_transfer_tools
@@ -210,4 +212,5 @@ def register_more_tools(reg: Registry) -> None:
     register_inspect_tools(reg)
     register_form_tools(reg)
     register_transfer_tools(reg)
+    register_download_tools(reg)
     register_host_tools(reg)

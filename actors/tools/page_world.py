@@ -16,6 +16,7 @@ from typing import Any
 
 from actors.tools.cdp import CdpError, CdpSession, ErrorCode, is_context_gone
 from actors.tools.closed_roots import adopt_closed_roots
+from actors.tools.download_tools import download_mark_of
 from actors.tools.frames import FrameBlocks, Frames, FrameWorld, frame_blocks
 from actors.tools.page_types import (
     _SNAPSHOT_JS,
@@ -286,10 +287,14 @@ class PageWorld:
         href, title, ready = res.get("result", {}).get("value") or ["", "", "loading"]
         return str(href), str(title), str(ready)
 
-    async def _wait_new_document(self) -> tuple[str, str, bool]:
-        """After a cross-document navigation started: wait (bounded) for it to commit and load."""
+    async def _wait_new_document(
+        self, downloads: int | None = None
+    ) -> tuple[str, str, bool | None]:
+        """After a cross-document navigation started: wait (bounded) for it to commit and load.
+        ``committed`` None: it became a download (a form POST answered with a file: a download
+        newer than the mark ``downloads`` read before the action); the document stays."""
         deadline = time.monotonic() + _NAV_DEADLINE
-        old_loader = self._loader_id
+        old_loader, old_context = self._loader_id, self._context_id
         self._context_id = None
         committed = False
         href, title = "", ""
@@ -297,6 +302,13 @@ class PageWorld:
             if not committed:
                 tree = await self.cdp.send("Page.getFrameTree")
                 committed = tree["frameTree"]["frame"].get("loaderId") != old_loader
+            if (
+                not committed
+                and downloads is not None
+                and await download_mark_of(self.cdp) > downloads
+            ):
+                self._context_id = old_context  # the same document, the same world
+                return "", "", None
             if committed:
                 try:
                     href, title, ready = await self._main_world_page()
@@ -342,7 +354,14 @@ class PageWorld:
                 url_after=st["url"], title=st["title"], navigated=True, same_document=True,
                 element=line, note=note,
             )  # fmt: skip
-        href, title, committed = await self._wait_new_document()
+        href, title, committed = await self._wait_new_document(before.get("downloads"))
+        if committed is None:  # a download, not a new page: the element numbers stay valid
+            note = (note + "; " if note else "") + "it started a download; the page stays"
+            return ActionResult(
+                action=action, index=index, ok=ok, url_before=before["url"],
+                url_after=before["url"], title=before["title"], navigated=False,
+                same_document=False, element=await self._line_after(index, doc_token), note=note,
+            )  # fmt: skip
         if not committed:
             note = (note + "; " if note else "") + "a navigation started but has not loaded yet"
         return ActionResult(
@@ -368,4 +387,6 @@ class PageWorld:
     async def _before(self, index: int, doc_token: str) -> dict[str, Any]:
         info = await self._info(index, doc_token)
         _check_url(info["url"], allow_file=self.allow_file)
+        if (mark := await download_mark_of(self.cdp)) >= 0:
+            info["downloads"] = mark  # to tell a navigation that turns into a download
         return info

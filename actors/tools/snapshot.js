@@ -112,6 +112,9 @@
   // tell the host "this action started a navigation".
   try {
     globalThis.navigation.addEventListener('navigate', (e) => {
+      // A link with `download` (a blob: export) starts a download, not a navigation: the
+      // document stays, and so do its element numbers.
+      if (e.downloadRequest != null) return;
       state.nav = { count: state.nav.count + 1, url: e.destination.url,
         sameDocument: !!e.destination.sameDocument };
     });

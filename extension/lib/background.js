@@ -6,6 +6,7 @@
  *   host --> NativeConnection.onMessage --> "cdp" kinds: CdpExecutor  (answers via tool.result)
  *                                       --> "panel" kinds: SessionRegistry.route (by sessionId / broadcast)
  *   NativeConnection state --> every panel as {type: "__state", state, detail, fix}
+ *   chrome.downloads --> DownloadReporter --> download.started / download.done (v2 only)
  *
  * Panel-internal messages (type "__…") never reach the host:
  *   panel -> SW  `__getState` (answered with __state), `__retry` (reconnect now)
@@ -16,6 +17,7 @@
  */
 
 import { CdpExecutor } from './cdp.js';
+import { DownloadReporter } from './downloads.js';
 import { t } from './i18n.js';
 import { NativeConnection } from './native.js';
 import { inboundHandler, isInternalType, isPanelToHost } from './protocol.js';
@@ -69,6 +71,9 @@ export function createBackground(opts = {}) {
     ...opts.cdp,
     send: (msg) => void conn.send(msg),
   });
+
+  // Downloads the browser makes, told to a v2 host that offers `downloads` (lib/downloads.js).
+  const downloads = new DownloadReporter({ chromeApi, conn });
 
   conn.addStateListener((info) => {
     if (info.state === 'ready') {
@@ -226,6 +231,7 @@ export function createBackground(opts = {}) {
   function start() {
     chromeApi.runtime.onConnect.addListener((/** @type {any} */ port) => registry.attach(port));
     cdp.start();
+    downloads.start();
     void registry.restore();
     void cdp.restore();
     void conn.connect();
@@ -254,5 +260,5 @@ export function createBackground(opts = {}) {
     },
   };
 
-  return { conn, cdp, registry, start, testHook, handleHostMessage, handlePanelMessage };
+  return { conn, cdp, registry, downloads, start, testHook, handleHostMessage, handlePanelMessage };
 }

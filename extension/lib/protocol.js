@@ -8,7 +8,7 @@
  *   - "cdp":    the CDP / tab executor (cdp.js)
  *   - "panel":  routed to the panel owning `sessionId`, broadcast when it has none (3b)
  * Each extension -> host type names who may originate it:
- *   - "sw":     only the service worker (hello, tool.result, cdp.event, ping/pong)
+ *   - "sw":     only the service worker (hello, tool.result, cdp.event, download.*, ping/pong)
  *   - "panel":  a panel page (side panel, DevTools panel, options page) through its runtime port
  *
  * Types starting with "__" are panel-internal (SW <-> panel) and never cross the native port
@@ -102,6 +102,9 @@ export const EXT_TO_HOST = Object.freeze({
   'client.stop': 'panel',
   'client.hand_tab': 'panel',
   'client.take_tab': 'panel',
+  // v2, capability `downloads`: what chrome.downloads says of a download (lib/downloads.js)
+  'download.started': 'sw',
+  'download.done': 'sw',
   ping: 'sw',
   pong: 'sw',
 });
@@ -121,6 +124,8 @@ export const EXTENSION_CAPABILITIES = Object.freeze([
   // cdp.send/cdp.event may carry targetSessionId: a child session (out-of-process iframe) of the
   // tab, through chrome.debugger's DebuggerSession.sessionId (Chrome 125+).
   'cdp.targetSessions',
+  // download.started / download.done: the downloads the browser makes (chrome.downloads).
+  'downloads',
 ]);
 
 /**

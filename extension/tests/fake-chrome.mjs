@@ -194,6 +194,16 @@ export function createFakeChrome(opts = {}) {
     },
   };
   chrome.sidePanel = { async setPanelBehavior() {} };
+  /** @type {Map<number, any>} DownloadItems by id, for chrome.downloads.search({id}) */
+  const downloads = new Map();
+  chrome.downloads = {
+    onCreated: new FakeEvent(),
+    onChanged: new FakeEvent(),
+    /** @param {{id?: number}} query */
+    async search(query) {
+      return [...downloads.values()].filter((d) => query.id === undefined || d.id === query.id).map((d) => structuredClone(d));
+    },
+  };
 
   /**
    * Open a panel port as a panel page would (chrome.runtime.connect({name: "panel"})).
@@ -205,7 +215,7 @@ export function createFakeChrome(opts = {}) {
     return port;
   }
 
-  return { chrome, nativePorts, tabs, attachCalls, detachCalls, commands, attached, badges, connectPanel };
+  return { chrome, nativePorts, tabs, attachCalls, detachCalls, commands, attached, badges, connectPanel, downloads };
 }
 
 /**

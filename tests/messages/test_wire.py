@@ -47,7 +47,7 @@ PROTOCOL_INBOUND = {
     # section 4 (v2)
     "approval.response", "user.answer", "config.get", "config.set", "doctor.run", "ping", "pong",
     "tool.call", "tools.list", "client.stop", "client.hand_tab", "client.take_tab",
-    "daemon.restart", "image.get",
+    "daemon.restart", "image.get", "download.started", "download.done",
 }  # fmt: skip
 PROTOCOL_OUTBOUND = {
     # section 3 (v1)

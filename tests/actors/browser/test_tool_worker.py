@@ -215,3 +215,69 @@ async def test_a_page_that_does_not_answer_is_reported_at_once_and_the_tool_not_
     assert out.outcome == "error" and "DIALOG_OPEN" in out.content_text and ran == []
     assert "the page does not answer" in out.content_text
     await ref.stop()
+
+
+async def test_an_action_that_starts_a_download_says_so_and_saves_the_finished_file(
+    tmp_path: Path,
+) -> None:
+    # The connection's download table (protocol v2, capability downloads) behind the tabs seam.
+    from actors.browser.downloads import DownloadRecord, DownloadTable
+    from messages.wire_inbound import DownloadDone
+
+    table = DownloadTable()
+    written = tmp_path / "Downloads" / "orders.csv"
+    written.parent.mkdir()
+    written.write_bytes(b"id\n1\n")
+
+    class Tabs:
+        reports_downloads = True
+
+        async def list(self) -> list[dict[str, Any]]:
+            return [{"tabId": 7, "url": "http://site/"}]
+
+        async def download_mark(self) -> int:
+            return table.mark()
+
+        async def downloads_since(self, after: int) -> list[DownloadRecord]:
+            return table.since(after)
+
+        async def wait_download(self, *_: Any) -> DownloadRecord | None:
+            return None
+
+        async def download_saved(self, download_id: int, path: str) -> None:
+            table.saved(download_id, path)
+
+    class Tab:
+        tab_id = 7
+        tabs: Any = Tabs()
+
+        def session(self) -> Any:
+            return self
+
+        def switch(self, tab: int) -> None:
+            pass
+
+        async def watch_dialogs(self) -> bool:
+            return True
+
+    reg = Registry()
+
+    @reg.register("click_index", "a click that exports a file", Nothing, page_changing=True)
+    async def click_index(args: Nothing, ctx: ToolContext) -> ToolOutput:
+        table.update(
+            DownloadDone(download_id=3, url="blob:http://site/1", mime="text/csv",
+                         state="complete", filename=str(written), bytes=5)
+        )  # fmt: skip
+        return ToolOutput(content="click [4]: ok", summary="clicked")
+
+    ref = await spawn(ToolWorker(catalog=ToolCatalog(reg, ToolSettings), home=tmp_path), name="w")
+    msg = run("click_index", "c1")
+    msg = RunTool(**{**{f: getattr(msg, f) for f in msg.__dataclass_fields__}, "browser": Tab()})
+    await ref.ask(msg, timeout=1)
+    out = await result(msg)
+    assert out.outcome == "ok", out
+    assert "The page started a download:" in out.content_text
+    assert "download 3: orders.csv" in out.content_text
+    assert "saved in the files folder as downloads/orders.csv" in out.content_text
+    assert (tmp_path / "data" / "files" / "downloads" / "orders.csv").read_bytes() == b"id\n1\n"
+    await ref.stop()

@@ -111,6 +111,14 @@ def test_answers_to_host_requests_are_dropped_during_an_outage() -> None:
     assert core.from_extension(answer) == []
 
 
+def test_download_news_during_an_outage_is_dropped_without_an_error_frame() -> None:
+    core = linked(HELLO_V2, "sp-1")
+    core.link_down()
+    done = {"type": "download.done", "downloadId": 1, "state": "complete", "filename": "/d/a"}
+    assert core.from_extension(j(done)) == []
+    assert core.from_extension(j({"type": "download.started", "downloadId": 2})) == []
+
+
 def test_a_v2_ping_during_an_outage_is_answered_by_the_relay() -> None:
     core = linked(HELLO_V2)
     core.link_down()

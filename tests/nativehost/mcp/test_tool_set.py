@@ -45,7 +45,8 @@ def test_host_code_file_tools_and_panel_questions_are_not_offered_unless_configu
 ) -> None:
     names = {t.name for t in ToolSet(_specs(tmp_path)).tools()}
     assert not names & HOST_SIDE_TOOLS
-    assert not names & {"pdf_export", "download_file", "upload_file", "upload_index", "drop_files"}
+    file_tools = {"pdf_export", "download_file", "wait_for_download", "upload_file", "drop_files"}
+    assert not names & (file_tools | {"upload_index"})
     configured = _specs(tmp_path, frozenset({"note_set", "pdf_export"}))
     opted = {t.name for t in ToolSet(configured).tools()}
     assert {"note_set", "pdf_export"} <= opted
