@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 FRAME_BASE = 100_000
 _GROUP = "browy-frames"
 #: How long a frame of another site may take to be attached after auto-attaching was asked for.
-_ATTACH_WAIT_S = 1.0
+_ATTACH_WAIT_S = 2.5
 _AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True}
 
 
