@@ -22,14 +22,16 @@ from typing import Protocol
 
 from actors.tools.cdp import CdpError, CdpSession
 from actors.tools.frames import slot_of
-from actors.tools.page import PageTools
+from actors.tools.page import ActionResult, PageTools
 from actors.tools.page_types import _WORLD_NAME
-from actors.tools.tool_def import ToolContext, ToolError
+from actors.tools.shared import untrusted
+from actors.tools.tool_def import ToolContext, ToolError, ToolOutput
 from messages.errors import ErrorCode
 
 __all__ = [
     "GROUP",
     "IndexBrowser",
+    "action_output",
     "element_handle",
     "element_object",
     "index_browser",
@@ -48,6 +50,18 @@ class IndexBrowser(Protocol):
 
     def page(self) -> PageTools: ...
     def token(self) -> str: ...
+
+
+def action_output(browser: IndexBrowser, result: ActionResult) -> ToolOutput:
+    """What an index action tells the model: its report, as an error when it did not do what
+    was asked. A new document drops the tab's snapshot token: its element numbers are new (an
+    SPA route change keeps the document, and the numbers of elements that survive it)."""
+    text = result.to_text()
+    if result.navigated and not result.same_document and browser.tab_id is not None:
+        browser.tokens.pop(browser.tab_id, None)
+    if not result.ok:
+        raise ToolError(text, code=ErrorCode.INTERNAL)
+    return ToolOutput(content=untrusted(text), summary=text.splitlines()[0][:200])
 
 
 def index_browser(ctx: ToolContext) -> IndexBrowser:

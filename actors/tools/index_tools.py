@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from actors.tools.dialogs import DialogOpen, blocked_snapshot
+from actors.tools.handles import action_output
 from actors.tools.pinned_tab import TurnBrowser
 from actors.tools.registry import Registry
 from actors.tools.shared import untrusted
@@ -99,15 +100,7 @@ def register_page_tools(registry: Registry) -> None:
         @registry.register(name, description, params, page_changing=True)
         async def run(args: Any, ctx: ToolContext) -> ToolOutput:
             browser = browser_of(ctx)
-            result = await call(browser.page(), args, browser.token())
-            text = result.to_text()
-            if result.navigated and not result.same_document and browser.tab_id is not None:
-                # A new document: its element numbers are new (an SPA route change keeps the
-                # document, and the indices of elements that survive it keep working).
-                browser.tokens.pop(browser.tab_id, None)
-            if not result.ok:
-                raise ToolError(text, code=ErrorCode.INTERNAL)
-            return ToolOutput(content=untrusted(text), summary=text.splitlines()[0][:200])
+            return action_output(browser, await call(browser.page(), args, browser.token()))
 
     _action(
         "click_index", "Click element [index] like a user (scrolls it into view). If the click "

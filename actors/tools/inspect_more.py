@@ -19,12 +19,12 @@ from pydantic import Field
 from actors.tools.cdp import CdpSession
 from actors.tools.handles import (
     GROUP,
+    action_output,
     element_object,
     index_browser,
     release_handles,
     selector_object,
 )
-from actors.tools.page import ActionResult
 from actors.tools.registry import Registry
 from actors.tools.secret_rule import name_is_secret
 from actors.tools.shared import cut, untrusted
@@ -127,13 +127,7 @@ def register_inspect_tools(reg: Registry) -> None:
     )
     async def hover_index(args: IndexArgs, ctx: ToolContext) -> ToolOutput:
         browser = index_browser(ctx)
-        result: ActionResult = await browser.page().hover_index(args.index, browser.token())
-        text = result.to_text()
-        if result.navigated and browser.tab_id is not None:
-            browser.tokens.pop(browser.tab_id, None)
-        if not result.ok:
-            raise ToolError(text)
-        return ToolOutput(content=untrusted(text), summary=text.splitlines()[0][:200])
+        return action_output(browser, await browser.page().hover_index(args.index, browser.token()))
 
     register_upload_tools(reg)
 

@@ -22,12 +22,12 @@ from actors.tools.cdp import CdpSession
 from actors.tools.files import FileSandbox
 from actors.tools.handles import (
     GROUP,
+    action_output,
     element_handle,
     index_browser,
     release_handles,
     selector_object,
 )
-from actors.tools.page import ActionResult
 from actors.tools.registry import Registry
 from actors.tools.shared import untrusted
 from actors.tools.tool_def import ToolArgs, ToolContext, ToolError, ToolOutput
@@ -165,8 +165,9 @@ def register_upload_tools(reg: Registry) -> None:
     @reg.register(
         "drop_files",
         "Drop files from Browy's files folder on element [index], as if dragged in from the "
-        'desktop: for drop zones ("drag files here") that have no file input to use with '
-        "upload_index. Drops nothing, and fails, if the element does not take files.",
+        'desktop: for drop zones ("drag files here") with no file input to use upload_index '
+        "on. A zone inspect_page does not number is named by the text it shows (text=...). "
+        "Drops nothing, and fails, if the element does not take files.",
         DropArgs,
         page_changing=True,
     )
@@ -182,10 +183,4 @@ def register_upload_tools(reg: Registry) -> None:
                 raise ToolError(text, code=ErrorCode.INTERNAL)
             return ToolOutput(content=untrusted(text), summary=text[:200])
         index = int(args.index)  # type: ignore[arg-type]  # checked above: exactly one is given
-        result: ActionResult = await page.drop_files(index, files, browser.token())
-        text = result.to_text()
-        if result.navigated and not result.same_document and browser.tab_id is not None:
-            browser.tokens.pop(browser.tab_id, None)
-        if not result.ok:
-            raise ToolError(text, code=ErrorCode.INTERNAL)
-        return ToolOutput(content=untrusted(text), summary=text.splitlines()[0][:200])
+        return action_output(browser, await page.drop_files(index, files, browser.token()))
