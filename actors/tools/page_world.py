@@ -238,7 +238,8 @@ class PageWorld:
             return True, covered if p.covered_by else ""
         if rec["hit"]:
             return True, ""
-        return False, covered if p.covered_by else f"the click landed on {rec['what']} instead"
+        missed = rec.get("why") or f"the click landed on {rec['what']} instead"
+        return False, covered if p.covered_by and not rec.get("why") else missed
 
     async def _clicked(self) -> dict[str, Any] | None:
         """Read back (and disarm) the click check; None when our world is gone (navigation)."""

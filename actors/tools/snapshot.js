@@ -36,7 +36,8 @@
 //
 // Clicks are verified: resolve(..., arm=true) arms a one-time capturing click listener (this
 // world's, invisible to the page) and clicked() reads back whether the trusted click event's
-// composedPath() contained the element, and if not what it hit.
+// composedPath() contained the element, and if not what it hit; a press and release with no
+// click between them (the element replaced or moved under the pointer) is a miss too.
 //
 // Performance notes (goal: <= 50 ms at 1,000 controls, <= 100 ms at 5,000, cold):
 //  - candidates come from one native querySelectorAll per root; a second '*' pass only looks for
@@ -779,14 +780,25 @@
         (e.target && e.target.tagName === 'LABEL' && e.target.control === el);
       if (!rec.hit) rec.what = hitDesc(path);
     };
-    for (const win of wins) win.addEventListener('click', on, true);
-    state.armed = { rec, off: () => { for (const win of wins) win.removeEventListener('click', on, true); } };
+    // The press and the release: seen without a click, the page changed under the pointer
+    // between them (the element was replaced or moved), and no click happened at all.
+    const pressed = (e) => { if (e.isTrusted) rec.pressed = true; };
+    const kinds = [['click', on], ['mousedown', pressed], ['mouseup', pressed]];
+    for (const win of wins) for (const [k, fn] of kinds) win.addEventListener(k, fn, true);
+    const off = () => { for (const win of wins) for (const [k, fn] of kinds) win.removeEventListener(k, fn, true); };
+    state.armed = { rec, off };
   }
 
   // The armed check's result ({hit: true|false|null, what}), disarming it; null if none was armed.
   function clicked() {
     const a = disarm();
-    return a ? a.rec : null;
+    if (!a) return null;
+    const { hit, what, pressed } = a.rec;
+    if (hit === null && pressed) {
+      const why = 'the page changed under the pointer between the press and the release, so no click happened';
+      return { hit: false, what: '', why };
+    }
+    return { hit, what };
   }
 
   function hitOk(el, target, x, y) {
