@@ -37,7 +37,7 @@
 // Clicks are verified: resolve(..., arm=true) arms a one-time capturing click listener (this
 // world's, invisible to the page) and clicked() reads back whether the trusted click event's
 // composedPath() contained the element, and if not what it hit; a press and release with no
-// click between them (the element replaced or moved under the pointer) is a miss too.
+// click between them while the element is still shown (it moved under the pointer) is a miss too.
 //
 // Performance notes (goal: <= 50 ms at 1,000 controls, <= 100 ms at 5,000, cold):
 //  - candidates come from one native querySelectorAll per root; a second '*' pass only looks for
@@ -764,7 +764,7 @@
 
   function arm(el, t) {
     disarm();
-    const rec = { hit: null, what: '' };
+    const rec = { hit: null, what: '', pressed: false, el };
     let first = null;  // the click event judged (each listener on its path may see more of it)
     const wins = new Set([window]);
     const w = el.ownerDocument.defaultView;
@@ -793,8 +793,10 @@
   function clicked() {
     const a = disarm();
     if (!a) return null;
-    const { hit, what, pressed } = a.rec;
-    if (hit === null && pressed) {
+    const { hit, what, pressed, el } = a.rec;
+    // Only while the element is still there to click: a page that acts on the press itself
+    // (a menu that closes, an option that goes) leaves no verdict, as before.
+    if (hit === null && pressed && el.isConnected && el.getClientRects().length > 0) {
       const why = 'the page changed under the pointer between the press and the release, so no click happened';
       return { hit: false, what: '', why };
     }
