@@ -74,16 +74,23 @@ class LiveRef(Generic[M]):
         return ref
 
     async def current(self) -> Ref[M]:
-        """The running incarnation, waiting (bounded) through a restart."""
+        """The running incarnation, waiting (bounded) through a restart. An incarnation that has
+        stopped but that its supervisor has not replaced yet (its exit is still on the way) is
+        waited past too: a message told to it would only raise ``ActorStopped``."""
+        dead: Ref[M] | None = None
         try:
-            return self.now()
+            ref = self.now()
+            if ref.is_alive:
+                return ref
+            dead = ref
         except LookupError:
             if self._directory is None:
                 raise
+        assert self._directory is not None
         if not self._directory.is_alive:
             raise ActorStopped(self.name, "its supervisor has stopped")
         try:
-            await self._directory.wait_child(self.name, timeout=self.restart_wait)
+            await self._directory.wait_child(self.name, after=dead, timeout=self.restart_wait)
         except (TimeoutError, LookupError):
             raise ActorStopped(self.name, "not running (no restart in time)") from None
         return self.now()
