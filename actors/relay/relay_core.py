@@ -26,8 +26,9 @@ Rules:
 - After a reconnect the registrations held are sent again — the ``hello`` and each live
   ``session.start`` — and only their direct replies are swallowed (``hello.ack``, each
   ``session.ready`` and the initial push of protocol.md section 3b). Registrations the extension
-  made during the outage have not been answered yet, so their replies are forwarded. Expected
-  replies that never come stop being expected after ``SWALLOW_WINDOW_S``.
+  made during the outage, or forwarded before it but not answered when the link dropped, have not
+  been answered yet, so their replies are forwarded. Expected replies that never come stop being
+  expected after ``SWALLOW_WINDOW_S``.
 - A turn in flight when the link drops (a ``chat.send`` forwarded, its ``chat.done`` /
   ``chat.error`` not yet seen) is ended by the relay at once — ``chat.error`` then
   ``status.error`` — because the daemon that should end it can no longer reach this port. After
@@ -150,6 +151,10 @@ class RelayCore:
         # Registrations noted during an outage: their replies are the extension's, not ours.
         self._fresh: set[str] = set()
         self._fresh_hello = False
+        # Registrations forwarded whose direct reply has not reached the extension yet (a link
+        # that drops first leaves them unanswered: after the reconnect their replies go through).
+        self._hello_answered = True
+        self._unanswered: set[str] = set()
         self._swallow: Counter[tuple[str, str | None]] = Counter()
         self._swallow_until = 0.0
         # Sessions with a chat.send forwarded whose end has not come back yet (-> its turnId).
@@ -172,17 +177,20 @@ class RelayCore:
         kind = head.type
         if kind == "hello":
             self._hello = payload
+            self._hello_answered = False
             self.protocol = head.protocol if head.protocol is not None else 1
             if self.state is LinkState.OUTAGE:
                 self._fresh_hello = True
         elif kind == "session.start" and head.session_id is not None:
             self._sessions.pop(head.session_id, None)
             self._sessions[head.session_id] = payload
+            self._unanswered.add(head.session_id)
             if self.state is LinkState.OUTAGE:
                 self._fresh.add(head.session_id)
         elif kind == "session.end" and head.session_id is not None:
             self._sessions.pop(head.session_id, None)
             self._fresh.discard(head.session_id)
+            self._unanswered.discard(head.session_id)
 
         if self.state is LinkState.LINKED:
             if kind == "chat.send" and head.session_id is not None:
@@ -214,6 +222,12 @@ class RelayCore:
                     if self._swallow[key] == 0:
                         del self._swallow[key]
                     return []
+        if self._unanswered or not self._hello_answered:
+            head = peek(payload)
+            if head.type == "hello.ack":
+                self._hello_answered = True
+            elif head.type == "session.ready" and head.session_id is not None:
+                self._unanswered.discard(head.session_id)
         return [ToExtension(payload)]
 
     def link_up(self, *, now: float) -> list[Action]:
@@ -253,6 +267,12 @@ class RelayCore:
         """
         self._move("link_down")
         self._swallow.clear()
+        # Registrations the lost link never answered are as good as new: their replies after
+        # the reconnect are the extension's (a hello.ack swallowed here would leave its hello
+        # unanswered until its timer kills this relay).
+        if self._hello is not None and not self._hello_answered:
+            self._fresh_hello = True
+        self._fresh |= self._unanswered & self._sessions.keys()
         out: list[Action] = []
         for session_id in sorted(self._open_turns):
             turn_id = self._open_turns[session_id]

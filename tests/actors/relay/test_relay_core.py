@@ -36,12 +36,19 @@ def sent_to_extension(actions: list[Any]) -> list[dict[str, Any]]:
     return [orjson.loads(a.payload) for a in actions if isinstance(a, ToExtension)]
 
 
-def linked(hello: bytes = HELLO_V1, *sessions: str) -> RelayCore:
+def linked(hello: bytes = HELLO_V1, *sessions: str, answered: bool = True) -> RelayCore:
+    """A relay linked with ``hello`` and ``sessions`` registered — and, unless ``answered`` is
+    false, answered by the daemon (its hello.ack and each session.ready passed to Chrome)."""
     core = RelayCore()
     core.from_extension(hello)
     for sid in sessions:
         core.from_extension(start(sid))
     core.link_up(now=0.0)
+    if answered:
+        assert core.from_daemon(j({"type": "hello.ack", "protocol": 1}), now=0.0)
+        for sid in sessions:
+            ready = j({"type": "session.ready", "sessionId": sid, "capabilities": []})
+            assert core.from_daemon(ready, now=0.0)
     return core
 
 
@@ -170,6 +177,27 @@ def test_replies_to_registrations_made_during_the_outage_are_forwarded() -> None
     assert core.from_daemon(ready_new, now=1.1) == [ToExtension(ready_new)]
     ready_old = j({"type": "session.ready", "sessionId": "sp-1", "capabilities": []})
     assert core.from_daemon(ready_old, now=1.2) == []
+
+
+def test_registrations_the_lost_link_never_answered_get_their_replies_after_the_reconnect() -> None:
+    # The hello and a session.start went out on the first link, which dropped before their
+    # replies: Chrome is still waiting for them (its hello timer would kill the relay).
+    core = linked(HELLO_V2, "sp-1", "sp-2", answered=False)
+    ready_2 = j({"type": "session.ready", "sessionId": "sp-2", "capabilities": []})
+    assert core.from_daemon(ready_2, now=0.1) == [ToExtension(ready_2)]  # sp-2 was answered
+    core.link_down()
+    resent = core.link_up(now=1.0)
+    assert resent[:3] == [ToDaemon(HELLO_V2), ToDaemon(start("sp-1")), ToDaemon(start("sp-2"))]
+    ack = j({"type": "hello.ack", "protocol": 2})
+    ready_1 = j({"type": "session.ready", "sessionId": "sp-1", "capabilities": []})
+    assert core.from_daemon(ack, now=1.1) == [ToExtension(ack)]
+    assert core.from_daemon(ready_1, now=1.2) == [ToExtension(ready_1)]
+    assert core.from_daemon(ready_2, now=1.3) == []  # answered before: its repeat is swallowed
+    # Answered now: after the next drop, both replies are swallowed again.
+    core.link_down()
+    core.link_up(now=2.0)
+    assert core.from_daemon(ack, now=2.1) == []
+    assert core.from_daemon(ready_1, now=2.2) == []
 
 
 def test_expected_replies_that_never_come_stop_being_expected() -> None:
