@@ -237,6 +237,11 @@ class _ProcessRun(ChaosRun):
             return (0, 0)
         return (_proc_fds(pid), _proc_rss(pid))
 
+    async def _steady_usage(self) -> tuple[int, int]:
+        """The daemon's fds and RSS once every relay is linked to it (waiting up to 10 s)."""
+        await _until(lambda: all(p.linked for p in self.process_peers), 10.0)
+        return self._daemon_usage()
+
     async def run(self) -> ChaosReport:
         self.problems_extra = []
         report = ChaosReport(
@@ -253,8 +258,10 @@ class _ProcessRun(ChaosRun):
             live = self._start_live()
             sessions = [asyncio.ensure_future(self._session(s)) for s in self.session_peer]
             faults = asyncio.ensure_future(self._faults())
-            await asyncio.sleep(min(3.0, 0.15 * self.opts.duration))
-            warm = self._daemon_usage()
+            # Warm: once the caches have filled a little and every relay is linked (a daemon
+            # just restarted, with half its links, would make any later one look grown).
+            await asyncio.sleep(min(60.0, 0.15 * self.opts.duration))
+            warm = await self._steady_usage()
             harness_fds = (_harness_fds(), 0)
             await asyncio.gather(*sessions)
             faults.cancel()
@@ -262,7 +269,7 @@ class _ProcessRun(ChaosRun):
                 await faults
             await asyncio.sleep(1.0)  # late extra ends, if any, arrive now
             # The daemon at the end, against the one warmed up (a restarted one starts lower).
-            end = self._daemon_usage()
+            end = await self._steady_usage()
             report.fds = (warm[0], end[0])
             report.rss = (warm[1], end[1])
         finally:
