@@ -322,9 +322,13 @@ class _ProcessRun(ChaosRun):
         # A process of this home that no pid file or port recorded (e.g. a second daemon).
         known = set(self.daemon_pids) | set(self.standby_pids)
         known |= {p for peer in self.process_peers for p in peer.relay_pids}
-        leftover += [
-            f"unrecorded daemon {pid} of this home" for pid in _home_daemons(self.home, known)
-        ]
+        # A standby still starting when its daemon stopped leaves once it sees that (it polls).
+        strays = _home_daemons(self.home, known)
+        await _until(lambda: not any(pid_alive(p) for p in strays), 5.0)
+        for pid in [p for p in strays if pid_alive(p)]:
+            leftover.append(f"unrecorded daemon {pid} of this home")
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         if self.model is not None:
             await self.model.stop()
         return leftover
