@@ -44,7 +44,10 @@ class UploadIndexArgs(ToolArgs):
 class DropArgs(ToolArgs):
     index: int | None = Field(default=None, ge=0, description="the drop zone's number")
     text: str | None = Field(
-        default=None, min_length=1, description="or the text it shows, when it has no number"
+        default=None,
+        min_length=1,
+        max_length=500,
+        description="or the text it shows, when it has no number",
     )
     paths: list[str] = Field(min_length=1, description="files in Browy's files folder (relative)")
 

@@ -188,6 +188,8 @@ async def test_a_drop_keeps_to_the_sandbox(
     assert out.outcome == "error"
     out = await reg.run("drop_files", {"paths": ["cv.txt"]}, ctx)
     assert out.outcome == "error" and "exactly one of index or text" in text(out)
+    out = await reg.run("drop_files", {"text": "x" * 501, "paths": ["cv.txt"]}, ctx)
+    assert out.outcome == "error" and "text" in text(out)
     assert "dropped" not in await _log(ws)
 
 
