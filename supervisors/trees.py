@@ -15,7 +15,8 @@ The daemon (``browyd``)::
     │   └── link-<n>          one_for_one, 3 in 5 s   temporary, one per open link
     │       ├── cdp-proxy-<n>    actor (CDPProxy)    permanent
     │       └── connection-<n>   actor (Connection)  temporary: its end closes the link
-    └── listener           actor (the socket)        permanent
+    ├── listener           actor (the socket)        permanent
+    └── heap               task                      permanent: hands freed memory back each minute
 
 The relay (one per Chrome native port)::
 
@@ -133,12 +134,15 @@ class DaemonTree:
         log_sink: LogSink | None = None,
         set_sync: Callable[[Callable[[Callable[[], None]], Awaitable[None]]], None] | None = None,
         observer: Observer | None = None,
+        trim_every_s: float = 60.0,
     ) -> None:
         self._agent = agent
         self._turns = turns
         self._observer = observer
         self._set_sync = set_sync
         self.journal: LiveRef[SyncJob] = LiveRef("journal")
+        #: How often the ``heap`` child hands the C allocator's freed memory back.
+        self.trim_every_s = trim_every_s
         self.agent_sup: Supervisor | None = None
         self.links: Supervisor | None = None
         specs: list[ChildSpec] = []
@@ -149,6 +153,8 @@ class DaemonTree:
             ChildSpec("agent", start=self._start_agent),
             ChildSpec("links", start=self._start_links),
             ChildSpec("listener", start=listener),
+            # Last: it depends on nothing, and nothing is restarted after it.
+            ChildSpec("heap", task=self._keep_heap_trimmed),
         ]
         self.root = Supervisor(
             "browyd",
@@ -158,6 +164,13 @@ class DaemonTree:
             observer=observer,
         )
         self.journal.bind(self.root)
+
+    async def _keep_heap_trimmed(self) -> None:
+        # Imported here, as the journal below: the relay builds its tree from this module too,
+        # and its cold start need not load ctypes.
+        from actors.runtime.heap import keep_trimmed
+
+        await keep_trimmed(self.trim_every_s)
 
     async def _start_journal(self) -> ThreadedRef[SyncJob]:
         # Imported here: the relay builds its tree from this module too, and needs no journal.

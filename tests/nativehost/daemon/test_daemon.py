@@ -248,7 +248,7 @@ def test_browy_daemon_tree_draws_the_running_daemons_supervision_tree(home: Path
     assert cli(["daemon", "tree"], env=env, stdout=out, stderr=io.StringIO()) == 0
     text = out.getvalue()
     for name in ("browyd", "logger", "journal", "agent", "session-router", "turn-scheduler",
-                 "tool-worker", "turns", "links", "listener"):  # fmt: skip
+                 "tool-worker", "turns", "links", "listener", "heap"):  # fmt: skip
         assert f" {name} " in f" {text} ".replace("─", " ").replace("\n", " "), name
     assert "rest_for_one" in text and "one_for_one, 5 restarts in 10 s" in text
     out = io.StringIO()
