@@ -7,8 +7,10 @@ it starts one standby (``python -m nativehost.daemon.process --standby``). The s
 
 1. Takes ``run/browyd.standby.lock`` without waiting (one standby per ``BROWY_HOME``; a second
    one exits at once), then does the imports a daemon needs.
-2. Tries the daemon's own lock (``run/browyd.lock``, :mod:`nativehost.daemon.instance`) every
-   :data:`POLL_S` seconds. The kernel frees it when the daemon dies, SIGKILL included.
+2. Waits on the daemon's own lock (``run/browyd.lock``, :mod:`nativehost.daemon.instance`): a
+   blocking ``flock`` on a thread, which the kernel wakes the moment the daemon dies (SIGKILL
+   included), while the main thread looks every :data:`HOME_CHECK_S` seconds whether the home
+   is still there.
 3. With the lock, it looks at ``run/browyd.pid``. A daemon that exits on purpose (idle, ``browy
    daemon stop``/``restart``, the options page's Restart, a tree that gave up) removes it before
    it lets the lock go: the standby then exits too, and the next relay starts a daemon as ever.
@@ -19,7 +21,7 @@ it starts one standby (``python -m nativehost.daemon.process --standby``). The s
    relays' reconnect budget and then some) exits: nobody was coming back.
 
 ``BROWY_DAEMON_STANDBY=0`` in the daemon's environment starts no standby. The cost: one idle
-process per home holding the daemon's imports in memory, and one poll of a lock every 20 ms.
+process per home holding the daemon's imports in memory, asleep (one wake a second).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import time
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -38,15 +40,15 @@ from nativehost.home import run_dir
 
 __all__ = [
     "FIRST_LINK_WITHIN_S",
-    "POLL_S",
+    "HOME_CHECK_S",
     "standby_enabled",
     "standby_lock_path",
     "standby_pid_path",
     "wait_for_takeover",
 ]
 
-#: How often the standby tries the daemon's lock: the most a takeover waits on it.
-POLL_S = 0.02
+#: How often a standby waiting on the daemon's lock looks whether its home was removed.
+HOME_CHECK_S = 1.0
 #: A standby that took over exits when no link came within this many seconds.
 FIRST_LINK_WITHIN_S = RECONNECT_BUDGET_S + 5.0
 
@@ -69,6 +71,31 @@ def _try_flock(fd: int) -> bool:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return False
+    return True
+
+
+def _wait_flock(fd: int, still_wanted: Callable[[], bool]) -> bool:
+    """Take the lock on *fd*, however long that takes; False as soon as ``still_wanted()``
+    (asked every :data:`HOME_CHECK_S` seconds) says to give up.
+
+    The blocking ``flock`` runs on a thread: the kernel wakes it when the lock is freed, so a
+    takeover waits on no poll. If we give up, the caller closes *fd*; the thread's ``flock``
+    holds its own reference to the open file, and whatever lock it ever gets goes with that
+    reference when the call returns (Linux, BSD and macOS free a lock with its last reference).
+    """
+    if _try_flock(fd):
+        return True
+    got = threading.Event()
+
+    def take() -> None:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            got.set()
+
+    threading.Thread(target=take, name="browyd-standby-lock", daemon=True).start()
+    while not got.wait(HOME_CHECK_S):
+        if not still_wanted():
+            return False
     return True
 
 
@@ -96,10 +123,8 @@ def wait_for_takeover(home: Path, *, prepare: Callable[[], None]) -> int | None:
             return None  # removed while the imports ran
         write_private(standby_pid_path(home), f"{os.getpid()}\n")
         lock = open_private(lock_path(home), os.O_RDWR)
-        while not _try_flock(lock):
-            if not run_dir(home).is_dir():
-                return None  # the home was removed under us
-            time.sleep(POLL_S)
+        if not _wait_flock(lock, lambda: run_dir(home).is_dir()):
+            return None  # the home was removed under us
         if not pid_path(home).exists():
             return None  # the daemon before us exited on purpose: no takeover
         held, lock = lock, None
