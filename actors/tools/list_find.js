@@ -87,13 +87,22 @@
     });
   }
 
-  function mutated(root, ms) {
-    return new Promise((res) => {
-      const obs = new MutationObserver(() => { obs.disconnect(); clearTimeout(t); res(true); });
-      const t = setTimeout(() => { obs.disconnect(); res(false); }, ms);
-      obs.observe(isPage(root) ? document.body : root,
-        { childList: true, subtree: true, characterData: true });
-    });
+  // Watches `root` from now on for a render: `until(ms)` resolves true at the first change seen
+  // since the watch began, or false `ms` after it is called. Called once the scroll's frame has
+  // run, so a page's debounce timer (set in that frame's scroll handler) is always due before
+  // ours, however late a loaded machine runs the frame.
+  function watch(root) {
+    let seen = false, wake = null;
+    const obs = new MutationObserver(() => { seen = true; if (wake) wake(); });
+    obs.observe(isPage(root) ? document.body : root,
+      { childList: true, subtree: true, characterData: true });
+    return {
+      until: (ms) => new Promise((res) => {
+        const done = () => { obs.disconnect(); clearTimeout(t); res(seen); };
+        const t = setTimeout(done, ms);
+        if (seen) done(); else wake = done;
+      }),
+    };
   }
 
   // o: {id, text, start, wrapped, probes, renders, budget_ms, settle_ms}; `probes` and
@@ -117,13 +126,14 @@
       const before = root.scrollTop;
       if (o.wrapped && before >= o.start) return out({ found: false, done: true });
       // A list that did not render on its first scrolls renders nothing on scroll: settle less.
-      const changed = mutated(root, probes >= 6 && renders === 0 ? o.settle_ms / 3 : o.settle_ms);
+      const changed = watch(root);
       root.scrollTop = before + Math.max(40, where(root).view * 0.8);
       if (!(await frame(60))) {  // no frame ran (a background tab): the page's scroll event
         if (isPage(root)) document.dispatchEvent(new Event('scroll', { bubbles: true }));
         else root.dispatchEvent(new Event('scroll'));
       }
-      if (await changed) renders++;  // rendered in that frame's scroll handler, or debounced
+      // rendered in that frame's scroll handler, or debounced after it
+      if (await changed.until(probes >= 6 && renders === 0 ? o.settle_ms / 3 : o.settle_ms)) renders++;
       steps++;
       probes++;
       if (root.scrollTop <= before + 0.5) {  // the end of the list
