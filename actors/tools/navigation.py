@@ -26,6 +26,7 @@ from actors.tools.shared import (
     loader_id,
     locate_element,
     tab_monitor,
+    wait_first_document,
     wait_loaded,
 )
 from actors.tools.tool_def import ToolArgs, ToolContext, ToolError, ToolOutput
@@ -66,6 +67,7 @@ class NavigateArgs(ToolArgs):
 class NewTabArgs(ToolArgs):
     url: str | None = Field(default=None, description="URL to open in the new tab")
     active: bool = True
+    timeout: float = Field(default=20.0, gt=0, le=120, description="seconds to wait for load")
 
 
 class TabIdArgs(ToolArgs):
@@ -167,7 +169,7 @@ def register_navigation_tools(reg: Registry) -> None:
 
     @reg.register(
         "new_tab",
-        "Open a new tab (with a URL) and make it the current tab.",
+        "Open a new tab (with a URL) and make it the current tab; waits for the page to load.",
         NewTabArgs,
         page_changing=True,
     )
@@ -175,12 +177,32 @@ def register_navigation_tools(reg: Registry) -> None:
         tabs = _tabs(ctx)
         url = check_url(args.url, allow_file=ctx.policy.allow_file_urls) if args.url else None
         # Pass the URL to tab.new: never open about:blank and navigate after (protocol.md 3).
+        deadline = time.monotonic() + args.timeout
         info = await tabs.new(url, active=args.active)
         tab_id = info.get("tabId")
+        shown, note = info.get("url") or url or "", ""
         if isinstance(tab_id, int):
             ctx.cdp = tabs.session(tab_id)
+            if url and url != "about:blank":
+                # As navigate: the next tool sees the page, not the tab's empty first document.
+                try:
+                    href, title, ready, committed = await wait_first_document(
+                        ctx.cdp, deadline=deadline
+                    )
+                except CdpError as exc:
+                    # The tab is open whatever its page does: never an error (the model would
+                    # open it again). An error page, one the browser will not drive, a dialog.
+                    note = f" (opened; the page cannot be read: {exc.message})"
+                else:
+                    shown = f"{href or shown} (title {json.dumps(title)})"
+                    if href.startswith("chrome-error:"):
+                        shown = f"{url} could not be loaded (the browser shows an error page)"
+                    elif not committed:
+                        note = f" (the page had not committed after {args.timeout:g}s)"
+                    elif ready != "complete":
+                        note = f" (still {ready} after {args.timeout:g}s)"
         return ToolOutput(
-            content=f"opened tab {tab_id}: {info.get('url') or url or ''}",
+            content=f"opened tab {tab_id}: {shown}{note}",
             summary=f"new tab {url or ''}",
             data=info,
         )

@@ -105,7 +105,9 @@ class ElementNotVisible(BrowyError):
 
 
 def _check_url(url: str, *, allow_file: bool) -> None:
-    if url == "about:blank" or url.startswith(_ALLOWED_SCHEMES):
+    # "": a tab that has shown nothing yet (its first document is still on its way), as the
+    # extension's own check (extension/lib/cdp.js isAllowedUrl).
+    if url in ("", "about:blank") or url.startswith(_ALLOWED_SCHEMES):
         return
     if allow_file and url.startswith("file:"):
         return

@@ -164,6 +164,20 @@ async def wait_loaded(
         await asyncio.sleep(POLL)
 
 
+async def wait_first_document(cdp: TabSession, *, deadline: float) -> tuple[str, str, str, bool]:
+    """A tab just opened on a URL: wait (bounded) until its document committed — the frame has
+    neither the empty URL of a tab that has shown nothing yet nor the initial ``about:blank`` —
+    and loaded, as :func:`wait_loaded`."""
+    while True:
+        tree = await cdp.send("Page.getFrameTree")
+        url = str(tree.get("frameTree", {}).get("frame", {}).get("url") or "")
+        if url and url != "about:blank":
+            return await wait_loaded(cdp, deadline=deadline)
+        if time.monotonic() >= deadline:
+            return url, "", "loading", False
+        await asyncio.sleep(POLL)
+
+
 def tab_key(cdp: TabSession) -> Any:
     tab_id = getattr(cdp, "tab_id", None)
     return tab_id if tab_id is not None else id(cdp)

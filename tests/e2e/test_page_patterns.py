@@ -22,6 +22,8 @@ forced to say hello as a v1 service worker (``browyTest.useProtocol(1)``).
 from __future__ import annotations
 
 import re
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -192,6 +194,35 @@ def test_a_new_tab_and_a_popup_are_named_in_the_result_and_switched_to(
         client.ok("switch_tab", {"tab_id": tab})
         assert f"plain.html?{query}" in until_text(client, "get_page_info", {}, "Plain")
         client.ok("close_tab", {"tab_id": tab})
+
+
+def test_a_new_tab_on_a_slow_page_returns_once_the_page_is_there(
+    world: World, client: ToolClient
+) -> None:
+    # The tool after new_tab saw the tab's empty first document ("refusing to drive ''", or a
+    # snapshot of nothing) when the page took a moment to answer (flaked in CI under load).
+    key = f"slow-tab-{id(client)}"
+    world.site.hold(key)
+
+    def answer_later() -> None:
+        world.site.wait_arrived(key, timeout=20)
+        time.sleep(0.8)
+        world.site.release(key)
+
+    releaser = threading.Thread(target=answer_later, daemon=True)
+    releaser.start()
+    opened = client.ok("new_tab", {"url": f"{world.site.url}/menu.html?hold={key}"})
+    releaser.join(timeout=30)
+    # It says what loaded: the page's title (and no "still loading" note).
+    assert opened.endswith(f'menu.html?hold={key} (title "Menu")'), opened
+    snap = client.ok("inspect_page")
+    assert '"Account"' in snap, snap
+    # A page that cannot be shown (nothing listens there): the tab is open all the same, and
+    # the result says so rather than failing (a model told "error" would open it again).
+    refused = client.call("new_tab", {"url": "http://127.0.0.1:9/nothing", "timeout": 10})
+    assert refused.ok and "opened tab" in refused.text, refused
+    assert "http://127.0.0.1:9/nothing could not be loaded" in refused.text, refused
+    client.ok("close_tab")
 
 
 def test_rich_text_editors_take_typing_and_key_chords(world: World, client: ToolClient) -> None:

@@ -24,6 +24,7 @@ import base64
 import contextlib
 import itertools
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -55,7 +56,8 @@ class Site:
     """A local site: static pages, plus ``GET /hit/<key>`` that counts page-side effects.
 
     ``hold(key)`` makes the next hits of *key* wait (server side) until ``release(key)``: a page
-    whose click handler does a synchronous XHR to such a URL keeps the click in flight.
+    whose click handler does a synchronous XHR to such a URL keeps the click in flight. Any page
+    asked for with ``?hold=<key>`` is a hit of *key* before it is served (a slow page).
     """
 
     def __init__(self, root: Path, pages: dict[str, str]) -> None:
@@ -116,6 +118,9 @@ def _handler(root: Path, site: Site) -> type[SimpleHTTPRequestHandler]:
             super().__init__(*args, directory=str(root), **kwargs)
 
         def do_GET(self) -> None:
+            held = re.search(r"[?&]hold=([\w-]+)", self.path)
+            if held and not self.path.startswith("/hit/"):
+                site.hit(held.group(1))  # the page itself answers once the test releases it
             if self.path.startswith("/hit/"):
                 site.hit(self.path.removeprefix("/hit/").split("?", 1)[0])
                 self.send_response(204)
