@@ -17,7 +17,8 @@ from typing import Any
 from actors.tools.cdp import CdpError, CdpSession, ErrorCode, is_context_gone
 from actors.tools.closed_roots import adopt_closed_roots
 from actors.tools.download_tools import download_mark_of
-from actors.tools.frames import FrameBlocks, Frames, FrameWorld, frame_blocks
+from actors.tools.frame_blocks import FrameBlocks, frame_blocks
+from actors.tools.frames import Frames, FrameWorld
 from actors.tools.page_types import (
     _SNAPSHOT_JS,
     _WORLD_NAME,
