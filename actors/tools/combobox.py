@@ -110,11 +110,7 @@ async def choose_option(
         }.get(found["state"], f"no option matches {json.dumps(label)}")
         opts = ", ".join(json.dumps(o) for o in found.get("options", []))
         return page._failed("select", index, before, why + (f"; options: {opts}" if opts else ""))
-    x, y = float(found["x"]), float(found["y"])
-    if page._active is not None:  # frame pixels -> top-viewport pixels
-        fw, top_token = page._active
-        box = await page._call(f"__browy.frameBox({fw.slot}, {json.dumps(top_token)})", top=True)
-        x, y = x + float(box["x"]), y + float(box["y"])
+    x, y = await page._to_top(float(found["x"]), float(found["y"]))
     await page._mouse("mouseMoved", x, y)
     await page._mouse("mousePressed", x, y, buttons=1)
     await page._mouse("mouseReleased", x, y)

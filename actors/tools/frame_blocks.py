@@ -12,7 +12,7 @@ from typing import Any
 
 from actors.tools.cdp import CdpError
 from actors.tools.closed_roots import adopt_closed_roots
-from actors.tools.frames import Frames
+from actors.tools.frames import MAX_DEPTH, MAX_FRAMES, Frames
 
 __all__ = ["FrameBlocks", "frame_blocks"]
 
@@ -49,15 +49,21 @@ async def frame_blocks(
     document token (the element numbers of a frame are checked against it)."""
     out = FrameBlocks()
     budget = max(2000, int(opts.get("max_chars") or 12_000) // 3)
-    for f in found:
+    # Breadth first: the top document's frames, then the frames inside each, MAX_DEPTH down.
+    queue: list[tuple[dict[str, Any], int, int]] = [(f, 1, 0) for f in found]  # (frame, depth, in)
+    walked = 0
+    while queue and walked < MAX_FRAMES:
+        f, depth, parent = queue.pop(0)
+        walked += 1
         slot, label = int(f["slot"]), _label(str(f.get("src", "")))
+        inside = f", inside frame {parent}" if parent else ""
         try:
             got = await frames.world(slot, main_context)
             if isinstance(got, str):
                 out.lines.append(
-                    f"# frame {slot} {label} (cross-origin): {got}, so its controls are not "
-                    f"listed; open {f.get('src')} in a tab of its own (new_tab) to use it, or ask "
-                    "the user"
+                    f"# frame {slot} {label} (cross-origin{inside}): {got}, so its controls are "
+                    f"not listed; open {f.get('src')} in a tab of its own (new_tab) to use it, or "
+                    "ask the user"
                 )
                 continue
             frame = {"slot": slot, "x": f["x"], "y": f["y"], "vw": f["vw"], "vh": f["vh"]}
@@ -71,17 +77,27 @@ async def frame_blocks(
                     break
                 redo = json.dumps(args | {"redo": True})
                 res = await frames.evaluate(got, f"__browy.snapshot({redo})")
+            if depth < MAX_DEPTH:
+                for inner in res.get("frames") or []:
+                    # Its box is in the frame's own pixels: the frame's offset added, the top
+                    # viewport kept.
+                    nested = await frames.nested_slot(slot, int(inner["slot"]), main_context)
+                    x, y = inner["x"] + f["x"], inner["y"] + f["y"]
+                    down = inner | {"slot": nested, "x": x, "y": y, "vw": f["vw"], "vh": f["vh"]}
+                    queue.append((down, depth + 1, slot))
         except CdpError as exc:
             log.info("frame %s (%s) not read: %s", slot, label, exc.message)
             out.lines.append(f"# frame {slot} {label}: could not be read ({exc.wire_message})")
             continue
         tokens[slot] = str(res["token"])
         site = "another site" if got.other_site else "cross-origin"
-        out.lines.append(f"-- frame {slot}: {label} ({site}) --")
+        out.lines.append(f"-- frame {slot}: {label} ({site}{inside}) --")
         out.lines.extend(ln for ln in str(res["text"]).splitlines() if ln)
         out.count += int(res["count"])
         out.listed += int(res["listed"])
         out.shown += int(res["shown"])
         out.new += int(res["new"])
         out.ms += float(res["ms"])
+    if queue:
+        out.lines.append(f"# {len(queue)} more cross-origin frames not read (at most {MAX_FRAMES})")
     return out

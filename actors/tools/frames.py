@@ -16,7 +16,14 @@ isolated world of it, whose element numbers start at ``slot * FRAME_BASE + 1``:
 
 The frame id of a slot comes from ``DOM.describeNode`` of its ``<iframe>``. Input always goes to
 the tab's session at top-viewport coordinates (the frame's offset added), so it is trusted and the
-browser routes it to the frame. Frames inside a cross-origin frame are not walked.
+browser routes it to the frame.
+
+Frames inside a cross-origin frame (a card issuer's check inside a payment form) are walked the
+same way, :data:`MAX_DEPTH` levels down: the frame's world lists them with slots of its own, the
+top document gives each a slot of the tab's numbering (``__browy.nestedSlot``, which remembers
+which frame and local slot it stands for), and the world is made through the session of the
+frame it is in — auto-attaching to that session's children when it is of yet another site. A
+frame's offset is the sum of the boxes on its way down.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +39,7 @@ from typing import Any
 from actors.tools.cdp import CdpError, CdpSession, ErrorCode
 from actors.tools.page_types import _SNAPSHOT_JS, _WORLD_NAME
 
-__all__ = ["FRAME_BASE", "FrameWorld", "Frames", "slot_of"]
+__all__ = ["FRAME_BASE", "MAX_DEPTH", "MAX_FRAMES", "FrameWorld", "Frames", "slot_of"]
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +49,10 @@ _GROUP = "browy-frames"
 #: How long a frame of another site may take to be attached after auto-attaching was asked for.
 _ATTACH_WAIT_S = 2.5
 _AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True}
+#: How deep frames inside frames are walked (1: only the top document's own frames).
+MAX_DEPTH = 3
+#: At most this many cross-origin frames per snapshot (a page of ad frames stays cheap).
+MAX_FRAMES = 24
 
 
 def slot_of(index: int) -> int:
@@ -68,6 +80,11 @@ class Frames:
     worlds: dict[int, FrameWorld] = field(default_factory=dict)
     #: child session of each out-of-process frame (targetId = frame id), from auto-attach events
     targets: dict[str, str] = field(default_factory=dict)
+    #: the session whose auto-attach reported each target (the tab's, or a frame's)
+    attached_by: dict[str, object] = field(default_factory=dict)
+    #: slot of a frame inside a frame -> (the slot of the frame it is in, its slot there); None
+    #: for a frame of the top document's own
+    nested: dict[int, tuple[int, int] | None] = field(default_factory=dict)
     _attached: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -77,24 +94,39 @@ class Frames:
     def forget(self) -> None:
         """The top document changed: its slots mean other frames now."""
         self.worlds.clear()
+        self.nested.clear()
 
     async def world(self, slot: int, main_context: int) -> FrameWorld | str:
         """The world of frame ``slot`` (made if needed), or why it cannot be reached."""
         found = self.worlds.get(slot)
         if found is not None and found.context_id is not None:
             return found
-        frame_id = await self._frame_id(slot, main_context)
+        link = await self.parent_of(slot, main_context)
+        outer: CdpSession = self.top
+        if link is None:
+            frame_id = await self._frame_id(
+                self.top, main_context, f"__browy.frameEl({slot}, __browy.token)"
+            )
+        else:
+            parent = await self.world(link[0], main_context)
+            if isinstance(parent, str):
+                return f"it is inside frame {link[0]}, and {parent}"
+            if parent.context_id is None:
+                raise CdpError(ErrorCode.STALE_REF, f"frame {link[0]} changed since the snapshot")
+            outer = parent.session
+            expr = f"__browy.frameEl({link[1]}, __browy.token)"
+            frame_id = await self._frame_id(outer, parent.context_id, expr)
         if frame_id is None:
             raise CdpError(ErrorCode.STALE_REF, f"frame {slot} is gone")
         session: CdpSession | None = None
         other_site = False
-        if await self._in_tab_tree(frame_id):
-            session = self.top
+        if await self._in_tree(outer, frame_id):
+            session = outer
         elif not self.child_sessions:
             return "it runs in another process, which this connection cannot address"
         else:
             other_site = True
-            target = await self._attach(frame_id)
+            target = await self._attach(outer, frame_id)
             if target is not None:
                 session = self.top.child(target)  # type: ignore[attr-defined]
         if session is None:
@@ -107,6 +139,52 @@ class Frames:
         await self.evaluate(fw, _SNAPSHOT_JS)
         self.worlds[slot] = fw
         return fw
+
+    async def parent_of(self, slot: int, main_context: int) -> tuple[int, int] | None:
+        """(the frame it is in, its slot there) for a frame inside a frame; None for one of the
+        top document's own (asked of the top document once: it keeps the numbering)."""
+        if slot in self.nested:
+            return self.nested[slot]
+        link = await self._top_value(
+            f"__browy.frameParent({int(slot)}, __browy.token)", main_context
+        )
+        self.nested[slot] = None if link is None else (int(link[0]), int(link[1]))
+        return self.nested[slot]
+
+    async def nested_slot(self, parent: int, local: int, main_context: int) -> int:
+        """The tab-wide slot of the frame with slot ``local`` in frame ``parent``'s world."""
+        expr = f"__browy.nestedSlot({int(parent)}, {int(local)}, __browy.token)"
+        slot = int(await self._top_value(expr, main_context))
+        self.nested[slot] = (parent, local)
+        return slot
+
+    async def box(self, slot: int, top_token: str, main_context: int) -> dict[str, float]:
+        """Frame ``slot``'s content box in top-viewport pixels, now: STALE_REF if the top
+        document is not ``top_token``'s any more, or a frame on the way down is gone."""
+        link = await self.parent_of(slot, main_context)
+        if link is None:
+            box: dict[str, float] = await self._top_value(
+                f"__browy.frameBox({int(slot)}, {json.dumps(top_token)})", main_context
+            )
+            return box
+        outer = await self.box(link[0], top_token, main_context)
+        parent = await self.world(link[0], main_context)  # made again by the next turn's tools
+        if isinstance(parent, str):
+            raise CdpError(ErrorCode.INTERNAL, f"frame {link[0]} cannot be reached: {parent}")
+        inner = await self.evaluate(parent, f"__browy.frameBox({link[1]}, __browy.token)")
+        return {**inner, "x": outer["x"] + inner["x"], "y": outer["y"] + inner["y"]}
+
+    async def _top_value(self, expression: str, main_context: int) -> Any:
+        res = await self.top.send(
+            "Runtime.evaluate",
+            {"expression": expression, "contextId": main_context, "returnByValue": True},
+        )
+        details = res.get("exceptionDetails")
+        if details:
+            text = str((details.get("exception") or {}).get("description") or details.get("text"))
+            code = ErrorCode.STALE_REF if "STALE_REF" in text else ErrorCode.INTERNAL
+            raise CdpError(code, text.splitlines()[0][:300])
+        return res.get("result", {}).get("value")
 
     async def evaluate(
         self, fw: FrameWorld, expression: str, *, page_changing: bool = False
@@ -135,25 +213,26 @@ class Frames:
             raise CdpError(code, text.splitlines()[0][:300])
         return res.get("result", {}).get("value")
 
-    async def _frame_id(self, slot: int, main_context: int) -> str | None:
-        res = await self.top.send(
+    async def _frame_id(self, session: CdpSession, context: int, expression: str) -> str | None:
+        """The frame id of the ``<iframe>`` that ``expression`` gives in world ``context``."""
+        res = await session.send(
             "Runtime.evaluate",
-            {"expression": f"__browy.frameEl({int(slot)}, __browy.token)",
-             "contextId": main_context, "objectGroup": _GROUP},
-        )  # fmt: skip
+            {"expression": expression, "contextId": context, "objectGroup": _GROUP},
+        )
         try:
             object_id = res.get("result", {}).get("objectId")
             if not object_id:
                 return None
-            node = (await self.top.send("DOM.describeNode", {"objectId": object_id}))["node"]
+            node = (await session.send("DOM.describeNode", {"objectId": object_id}))["node"]
             frame = node.get("frameId")
             return str(frame) if frame else None
         finally:
             with contextlib.suppress(CdpError):
-                await self.top.send("Runtime.releaseObjectGroup", {"objectGroup": _GROUP})
+                await session.send("Runtime.releaseObjectGroup", {"objectGroup": _GROUP})
 
-    async def _in_tab_tree(self, frame_id: str) -> bool:
-        tree = (await self.top.send("Page.getFrameTree"))["frameTree"]
+    async def _in_tree(self, session: CdpSession, frame_id: str) -> bool:
+        """Is ``frame_id`` in ``session``'s own frame tree (the same renderer)?"""
+        tree = (await session.send("Page.getFrameTree"))["frameTree"]
         stack = [tree]
         while stack:
             node = stack.pop()
@@ -176,14 +255,19 @@ class Frames:
                     await self._attached.wait()
         return self.targets[frame_id]
 
-    async def _attach(self, frame_id: str) -> str | None:
-        """Auto-attach to the tab's out-of-process frames and return ``frame_id``'s session. The
-        events are listened to only meanwhile. A frame attached before without us hearing of it
-        (another snapshot of this attachment) is reported again by switching auto-attach off
-        and on — which gives every child a new session, so the cached ones are dropped."""
+    async def _attach(self, session: CdpSession, frame_id: str) -> str | None:
+        """Auto-attach to ``session``'s out-of-process frames (the tab's, or a frame's) and
+        return ``frame_id``'s child session. The events are listened to only meanwhile. A frame
+        attached before without us hearing of it (another snapshot of this attachment) is
+        reported again by switching auto-attach off and on — which gives every child of
+        ``session`` a new session, so the ones cached are dropped."""
         if frame_id in self.targets:
             return self.targets[frame_id]
-        unsubscribe = self.top.subscribe(self._on_event)  # type: ignore[attr-defined]
+
+        def on_event(method: str, params: dict[str, Any]) -> None:
+            self._on_event(session, method, params)
+
+        unsubscribe = session.subscribe(on_event)  # type: ignore[attr-defined]
         if inspect.isawaitable(unsubscribe):
             unsubscribe = await unsubscribe
         try:
@@ -191,13 +275,9 @@ class Frames:
             # event yet means auto-attach was on already: switch it off and on at once.
             for attempt, wait_s in enumerate((0.0, _ATTACH_WAIT_S)):
                 if attempt:
-                    await self.top.send(
-                        "Target.setAutoAttach", _AUTO_ATTACH | {"autoAttach": False}
-                    )
-                    self.targets.clear()
-                    for slot in [k for k, fw in self.worlds.items() if fw.other_site]:
-                        del self.worlds[slot]
-                await self.top.send("Target.setAutoAttach", _AUTO_ATTACH)
+                    await session.send("Target.setAutoAttach", _AUTO_ATTACH | {"autoAttach": False})
+                    self._drop_children_of(session)
+                await session.send("Target.setAutoAttach", _AUTO_ATTACH)
                 found = await self._target_of(frame_id, wait_s)
                 if found is not None:
                     return found
@@ -205,17 +285,30 @@ class Frames:
         finally:
             unsubscribe()
 
-    def _on_event(self, method: str, params: dict[str, Any]) -> None:
+    def _drop_children_of(self, session: object) -> None:
+        """Auto-attach of ``session`` was switched off: its children's sessions are gone (the
+        tab's: every frame's, since their children go with them)."""
+        gone = {t for t, by in self.attached_by.items() if by is session or session is self.top}
+        for target in gone:
+            self.targets.pop(target, None)
+            self.attached_by.pop(target, None)
+        for slot in [k for k, fw in self.worlds.items() if fw.other_site and fw.frame_id in gone]:
+            del self.worlds[slot]
+
+    def _on_event(self, session: object, method: str, params: dict[str, Any]) -> None:
         if method == "Target.attachedToTarget":
             info = params.get("targetInfo", {})
             if info.get("type") == "iframe":
-                self.targets[str(info.get("targetId"))] = str(params.get("sessionId"))
+                target = str(info.get("targetId"))
+                self.targets[target] = str(params.get("sessionId"))
+                self.attached_by[target] = session
                 self._attached.set()
         elif method == "Target.detachedFromTarget":
             gone = str(params.get("sessionId"))
-            for target, session in list(self.targets.items()):
-                if session == gone:
+            for target, child in list(self.targets.items()):
+                if child == gone:
                     del self.targets[target]
+                    self.attached_by.pop(target, None)
                     for fw in list(self.worlds.values()):
                         if fw.frame_id == target:
                             fw.context_id = None

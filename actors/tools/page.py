@@ -282,8 +282,9 @@ class PageTools(PageWorld):
         if slot == 0 or self._active is not None:
             yield doc_token
             return
-        await self._call(f"__browy.frameBox({slot}, {json.dumps(doc_token)})")
+        await self._call(f"__browy.frameParent({slot}, {json.dumps(doc_token)})")  # same top doc
         assert self._context_id is not None
+        await self.frames.box(slot, doc_token, self._context_id)  # every frame on the way is there
         world = await self.frames.world(slot, self._context_id)
         if isinstance(world, str):
             raise CdpError(ErrorCode.INTERNAL, f"element [{index}] cannot be reached: {world}")

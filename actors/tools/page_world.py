@@ -198,14 +198,17 @@ class PageWorld:
         res = await self._call(f"__browy.resolve({args})")
         if not res["ok"]:
             raise ElementNotVisible(f"{res['reason']}: {res['line']}")
-        x, y = float(res["x"]), float(res["y"])
-        if self._active is not None:  # frame pixels -> top-viewport pixels, after its scroll
-            fw, top_token = self._active
-            box = await self._call(
-                f"__browy.frameBox({fw.slot}, {json.dumps(top_token)})", top=True
-            )
-            x, y = x + float(box["x"]), y + float(box["y"])
+        x, y = await self._to_top(float(res["x"]), float(res["y"]))
         return ElementPoint(x=x, y=y, covered_by=res["covered_by"])
+
+    async def _to_top(self, x: float, y: float) -> tuple[float, float]:
+        """Pixels of the frame an action works in -> top-viewport pixels (after its scroll)."""
+        if self._active is None:
+            return x, y
+        fw, top_token = self._active
+        assert self._context_id is not None  # made by PageTools._in_frame
+        box = await self.frames.box(fw.slot, top_token, self._context_id)
+        return x + float(box["x"]), y + float(box["y"])
 
     async def _info(self, index: int, doc_token: str, *, after: bool = False) -> dict[str, Any]:
         """The element's facts; ``after`` an action on it: no identity check, and re-baseline."""

@@ -20,7 +20,10 @@
 // top-viewport pixels (`frames`); the host runs this same script in an isolated world of each
 // frame (its own session for an out-of-process one) with `opts.frame` = {slot, x, y, vh}: there
 // indices start at slot * 100000 + 1, positions are mapped to the top viewport and only the
-// lines are returned. `frameBox(slot, token)` gives a frame's content box at action time.
+// lines are returned. `frameBox(slot, token)` gives a frame's content box at action time. A frame
+// world lists the cross-origin frames inside it too (boxes in its own viewport's pixels); each
+// gets a slot of the top document's from `nestedSlot` and is walked the same way, one level
+// down.
 //
 // Closed shadow roots (attachShadow({mode: 'closed'})) are out of reach of every script, ours
 // included, but not of the DOM domain: a snapshot reports the hosts that may have one and that it
@@ -93,7 +96,8 @@
     armed: null,             // the pending click check: { rec, off }
     closedRoots: new WeakMap(),  // host -> its closed ShadowRoot, handed in by the host
     frameSlot: new WeakMap(),    // cross-origin <iframe> -> its slot
-    frameEls: new Map(),         // slot -> WeakRef(<iframe>)
+    frameEls: new Map(),         // slot -> WeakRef(<iframe>), or null: a frame inside a frame
+    nested: new Map(),           // slot of a frame inside a frame -> [its frame's slot, its slot there]
     asked: new WeakSet(),        // hosts the host was asked about (whatever the answer)
     unasked: [],                 // hosts the last snapshot found that nobody asked about yet
   };
@@ -688,6 +692,18 @@
     return list;
   }
 
+  // A frame inside a cross-origin frame gets its slot here, in the top document's numbering
+  // (numbers stay unique in the tab's snapshot): the host asks with the slot of the frame it is
+  // in and its slot in that frame's own world. The same pair gets the same slot.
+  function nestedSlot(parent, local, token) {
+    if (token !== state.token) throw new Error('STALE_REF: this page was replaced since the snapshot');
+    for (const [slot, link] of state.nested) if (link[0] === parent && link[1] === local) return slot;
+    const slot = state.frameEls.size + 1;
+    state.frameEls.set(slot, null);
+    state.nested.set(slot, [parent, local]);
+    return slot;
+  }
+
   function frameEl(slot, token) {
     if (token !== state.token) throw new Error('STALE_REF: this page was replaced since the snapshot');
     const ref = state.frameEls.get(slot);
@@ -948,7 +964,11 @@
     // check, STALE_REF only when it is gone.
     element: (idx, token) => get(idx, token, false),
     // Cross-origin frames (see the top).
-    frameEl, frameBox: (slot, token) => contentBox(frameEl(slot, token)),
+    frameEl, frameBox: (slot, token) => contentBox(frameEl(slot, token)), nestedSlot,
+    frameParent: (slot, token) => {
+      if (token !== state.token) throw new Error('STALE_REF: this page was replaced since the snapshot');
+      return state.nested.get(slot) || null;
+    },
     // Closed shadow roots (see the top): the hosts to ask about (marked asked), then each root.
     takeUnasked: () => {
       const hosts = state.unasked;

@@ -114,6 +114,22 @@ CARD = """<!doctype html><title>Card</title>
 Pay</button>"""
 NEWS = """<!doctype html><title>News</title>
 <a href="#" onclick="parent.postMessage('subscribed', '*'); return false">Subscribe</a>"""
+#: Frames inside a frame of another site: a card issuer's check in a payment form. The issuer
+#: (localhost) holds a challenge of the top's own site (127.0.0.1: another process, a child of
+#: the issuer's session) and a help box of its own site on another port (the issuer's renderer).
+NESTED = """<!doctype html><title>Pay</title><h1>Pay</h1><p id="out">nothing yet</p>
+<iframe src="{other}/issuer.html" style="width:520px;height:300px;border:4px solid #333"></iframe>
+<script>
+addEventListener('message', (e) => {{ document.getElementById('out').textContent = e.data; }});
+</script>"""
+ISSUER = """<!doctype html><title>Issuer</title><p>Your bank</p>
+<iframe src="{top}/challenge.html" style="width:260px;height:100px"></iframe>
+<iframe src="{issuer2}/help.html" style="width:180px;height:100px"></iframe>"""
+CHALLENGE = """<!doctype html><title>Challenge</title><label>Code <input id="c"></label>
+<button onclick="top.postMessage('code ' + document.getElementById('c').value, '*')">Confirm
+</button>"""
+HELP = """<!doctype html><title>Help</title>
+<button onclick="top.postMessage('help opened', '*')">Open help</button>"""
 #: Also served: closed_shadow.html (web components with closed shadow roots, one inside another,
 #: one on a plain div) and drag.html (an HTML5 board and a pointer-driven sortable list).
 HELPER_PAGES = REPO_ROOT / "tests" / "helpers" / "pages"
@@ -130,17 +146,27 @@ class World:
 @pytest.fixture(scope="module")
 def world(playwright: Playwright, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("pages")
-    other = Site(root / "other", {"card.html": CARD, "news.html": NEWS})
+    other = Site(
+        root / "other", {"card.html": CARD, "news.html": NEWS, "challenge.html": CHALLENGE}
+    )
     other_port = other.url.rsplit(":", 1)[1]
     checkout = CHECKOUT.format(
         other=f"http://localhost:{other_port}", same=f"http://127.0.0.1:{other_port}"
     )
     pages = {"orders.html": ORDERS, "plain.html": PLAIN, "list.html": ORDER_LIST,
-             "checkout.html": checkout,
+             "checkout.html": checkout, "help.html": HELP,
+             "nested.html": NESTED.format(other=f"http://localhost:{other_port}"),
              "closed.html": (HELPER_PAGES / "closed_shadow.html").read_text(encoding="utf-8"),
              "drag.html": (HELPER_PAGES / "drag.html").read_text(encoding="utf-8"),
              "fields.html": (HELPER_PAGES / "fields.html").read_text(encoding="utf-8")}  # fmt: skip
     site = Site(root / "site", pages)
+    (root / "other" / "issuer.html").write_text(
+        ISSUER.format(
+            top=f"http://127.0.0.1:{other_port}",
+            issuer2=f"http://localhost:{site.url.rsplit(':', 1)[1]}",
+        ),
+        encoding="utf-8",
+    )
     write_config(
         root / "home",
         "http://127.0.0.1:9/v1",
@@ -350,6 +376,23 @@ def test_frames_of_other_origins_are_listed_and_used_or_said_unreachable(
     client.ok("type_index", {"index": index_of(snap, '"Name"'), "text": "Ada"})
     client.ok("click_index", {"index": index_of(snap, '"Pay"')})
     assert "paid by Ada" in client.ok("extract_text", {"selector": "#out"})
+
+
+def test_frames_inside_a_frame_of_another_site_are_listed_and_used(
+    world: World, client: ToolClient
+) -> None:
+    open_tab(client, f"{world.site.url}/nested.html")
+    if world.protocol < 2:  # the issuer cannot be reached, nor what is inside it
+        snap = until_text(client, "inspect_page", {}, "issuer.html (cross-origin)")
+        assert "challenge.html" not in snap and "Confirm" not in snap, snap
+        return
+    snap = until_text(client, "inspect_page", {}, "help.html (cross-origin, inside frame")
+    snap = until_text(client, "inspect_page", {}, "challenge.html (another site, inside frame")
+    client.ok("type_index", {"index": index_of(snap, '"Code"'), "text": "4321"})
+    client.ok("click_index", {"index": index_of(snap, '"Confirm"')})
+    assert "code 4321" in client.ok("extract_text", {"selector": "#out"})
+    client.ok("click_index", {"index": index_of(snap, '"Open help"')})
+    assert "help opened" in client.ok("extract_text", {"selector": "#out"})
 
 
 # --------------------------------------------------------------------------------------------

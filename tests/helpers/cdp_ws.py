@@ -158,11 +158,14 @@ class CdpWsSession:
         finally:
             self._event_waiters.remove(entry)
 
-    def subscribe(self, callback: Callable[[str, dict[str, Any]], None]) -> Callable[[], None]:
-        """Call ``callback(method, params)`` for every event from now on; returns unsubscribe."""
+    def subscribe(
+        self, callback: Callable[[str, dict[str, Any]], None], *, session_id: str | None = None
+    ) -> Callable[[], None]:
+        """Call ``callback(method, params)`` for every event of this target (or of its child
+        session ``session_id``) from now on; returns unsubscribe."""
 
         def pred(ev: Event) -> bool:
-            if "sessionId" not in ev:  # a child session's events are the child's
+            if ev.get("sessionId") == session_id:  # a child session's events are the child's
                 callback(str(ev.get("method", "")), dict(ev.get("params") or {}))
             return False  # never "matches": a standing subscription, not a one-shot wait
 
@@ -236,6 +239,14 @@ class ChildWs:
     def __init__(self, parent: CdpWsSession, session_id: str) -> None:
         self.parent = parent
         self.session_id = session_id
+
+    def child(self, session_id: str) -> ChildWs:
+        """A child session of this one (flattened: addressed on the same websocket)."""
+        return ChildWs(self.parent, session_id)
+
+    def subscribe(self, callback: Callable[[str, dict[str, Any]], None]) -> Callable[[], None]:
+        """This session's events (a frame's ``Target.attachedToTarget`` for its own frames)."""
+        return self.parent.subscribe(callback, session_id=self.session_id)
 
     async def send(
         self,

@@ -62,6 +62,28 @@ customElements.define('x-share', class extends HTMLElement {
 });
 </script>"""
 
+# Frames inside a frame of another site: a card issuer's check inside a payment form. The issuer
+# (localhost) holds a challenge from the top's own site (127.0.0.1: a process and a target of
+# its own, under the issuer's session) and a help box of its own site on another port (the same
+# renderer as the issuer: its frame tree).
+NESTED_TOP = """<!doctype html><title>Pay</title><h1>Pay</h1><p id="out">nothing yet</p>
+<iframe id="issuer" src="{other}/issuer.html" style="width:520px;height:330px;margin:30px;
+ border:4px solid #000"></iframe>
+<script>
+addEventListener('message', (e) => {{ document.getElementById('out').textContent = e.data; }});
+</script>"""
+ISSUER = """<!doctype html><title>Issuer</title><body style="margin:8px">
+<button onclick="top.postMessage('issuer ok', '*')">Issuer button</button><br>
+<iframe src="{top}/challenge.html" style="width:240px;height:110px;margin-left:40px"></iframe>
+<iframe src="{issuer2}/help.html" style="width:200px;height:110px"></iframe>
+</body>"""
+CHALLENGE = """<!doctype html><title>Challenge</title><body style="margin:0">
+<label>Code <input id="code"></label>
+<button onclick="top.postMessage('code ' + document.getElementById('code').value, '*')">
+Confirm code</button></body>"""
+HELP = """<!doctype html><title>Help</title><body style="margin:0">
+<button onclick="top.postMessage('help opened', '*')">Open help</button></body>"""
+
 
 @pytest.fixture(scope="module")
 def sites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PageServer, PageServer]]:
@@ -73,6 +95,13 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PageServer
         (root / "top.html").write_text(
             TOP.format(other=f"http://localhost:{port}", same=f"http://127.0.0.1:{port}")
         )
+        top_port = top.httpd.server_address[1]
+        (root / "nested.html").write_text(NESTED_TOP.format(other=f"http://localhost:{port}"))
+        (root / "issuer.html").write_text(
+            ISSUER.format(top=f"http://127.0.0.1:{port}", issuer2=f"http://localhost:{top_port}")
+        )
+        (root / "challenge.html").write_text(CHALLENGE)
+        (root / "help.html").write_text(HELP)
         yield top, other
 
 
@@ -186,3 +215,42 @@ async def test_a_closed_shadow_root_inside_a_cross_origin_frame_is_listed_and_cl
     clicked = await tools.click_index(share, snap.doc_token)
     assert clicked.ok, clicked
     assert await tab.evaluate("document.getElementById('out').textContent") == "shared"
+
+
+async def test_frames_inside_a_frame_of_another_site_are_listed_and_used(
+    tab: CdpWsSession, sites: tuple[PageServer, PageServer]
+) -> None:
+    await tab.navigate(sites[0].url("nested.html"))
+    tools = PageTools(tab)
+    snap = await tools.inspect_page()
+    text = snap.text
+    assert re.search(r"^-- frame 1: localhost:\d+/issuer\.html \(another site\) --$", text, re.M)
+    # The challenge: the top's site inside the issuer (another process: the issuer's target's
+    # child); the help box: the issuer's site on another port (the issuer's own renderer).
+    assert re.search(
+        r"^-- frame (\d+): 127\.0\.0\.1:\d+/challenge\.html \(another site, inside frame 1\) --$",
+        text,
+        re.M,
+    ), text
+    assert re.search(
+        r"^-- frame (\d+): localhost:\d+/help\.html \(cross-origin, inside frame 1\) --$",
+        text,
+        re.M,
+    ), text
+    code, confirm = idx(text, '"Code"'), idx(text, '"Confirm code"')
+    help_button, issuer = idx(text, '"Open help"'), idx(text, '"Issuer button"')
+    assert len({code // 100_000, help_button // 100_000, issuer // 100_000}) == 3, text
+    assert (await tools.type_index(code, snap.doc_token, "123456")).ok
+    clicked = await tools.click_index(confirm, snap.doc_token)
+    assert clicked.ok, clicked  # trusted input at top coordinates: the boxes on the way summed
+    assert await tab.evaluate("document.getElementById('out').textContent") == "code 123456"
+    assert (await tools.click_index(help_button, snap.doc_token)).ok
+    assert await tab.evaluate("document.getElementById('out').textContent") == "help opened"
+    # The next turn's tools (a new PageTools) reach the same numbers: the top document keeps
+    # which frame each nested slot stands for.
+    later = PageTools(tab)
+    again = await later.inspect_page()
+    assert idx(again.text, '"Confirm code"') == confirm, again.text
+    assert (await later.click_index(confirm, again.doc_token)).ok
+    assert (await later.click_index(issuer, again.doc_token)).ok
+    assert await tab.evaluate("document.getElementById('out').textContent") == "issuer ok"
