@@ -20,7 +20,9 @@ Then, inside the service worker (over its DevTools target), 300 ``chrome.tabs.qu
 code. Their difference is chrome.debugger's own cost (the hop to the page's renderer), which no
 change of ours removes; the rest of the tool path's extra over the bare path is ours.
 
-Goal: the tool path's median within 1.2x of the bare extension path's.
+Goal: the tool path's median within 1.2x of the bare extension path's. Also printed: the same 20%
+budget applied to our share alone (the extra less chrome.debugger's own cost), which is all a
+host can change.
 
 Run: ``python -m bench extension`` (about 15-30 s; needs /usr/lib/chromium/chromium).
 """
@@ -289,6 +291,14 @@ def main() -> None:
     print(
         f"goal: tool path median <= {GOAL_RATIO}x the bare extension path: {verdict} "
         f"({ratio:.2f}x); took {time.monotonic() - started:.1f} s"
+    )
+    # The goal as stated compares a renderer round trip with a browser-process one: when
+    # chrome.debugger's own cost alone is over 20% of the bare path, no host can meet it. The
+    # same 20% budget applied to what is ours (the README's table says why):
+    ours = (extra - floor) / bare
+    print(
+        f"restated: our share of the extra <= {GOAL_RATIO - 1:.0%} of the bare path: "
+        f"{'met' if ours <= GOAL_RATIO - 1 else 'NOT met'} ({ours:.0%})"
     )
 
 
