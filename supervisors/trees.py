@@ -134,15 +134,12 @@ class DaemonTree:
         log_sink: LogSink | None = None,
         set_sync: Callable[[Callable[[Callable[[], None]], Awaitable[None]]], None] | None = None,
         observer: Observer | None = None,
-        trim_every_s: float = 60.0,
     ) -> None:
         self._agent = agent
         self._turns = turns
         self._observer = observer
         self._set_sync = set_sync
         self.journal: LiveRef[SyncJob] = LiveRef("journal")
-        #: How often the ``heap`` child hands the C allocator's freed memory back.
-        self.trim_every_s = trim_every_s
         self.agent_sup: Supervisor | None = None
         self.links: Supervisor | None = None
         specs: list[ChildSpec] = []
@@ -170,7 +167,7 @@ class DaemonTree:
         # and its cold start need not load ctypes.
         from actors.runtime.heap import keep_trimmed
 
-        await keep_trimmed(self.trim_every_s)
+        await keep_trimmed()
 
     async def _start_journal(self) -> ThreadedRef[SyncJob]:
         # Imported here: the relay builds its tree from this module too, and needs no journal.

@@ -15,8 +15,6 @@ call goes through ``ctypes``, which lets go of the GIL while glibc walks its hea
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import ctypes.util
 import functools
 import logging
 import sys
@@ -33,12 +31,15 @@ TRIM_EVERY_S = 60.0
 
 @functools.cache
 def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, from the C library already loaded in this process (no search
+    for it on disk: ``ctypes.util.find_library`` would run ``ldconfig``); None elsewhere."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        fn = libc.malloc_trim  # glibc only: musl has no such symbol
-    except (OSError, AttributeError):
+        import ctypes  # a Python built without _ctypes has none: trimming is then skipped
+
+        fn = ctypes.CDLL(None).malloc_trim  # glibc only: musl has no such symbol
+    except (ImportError, OSError, AttributeError):
         return None
     fn.argtypes = [ctypes.c_size_t]
     fn.restype = ctypes.c_int
@@ -54,10 +55,15 @@ def trim() -> bool:
 
 async def keep_trimmed(every_s: float = TRIM_EVERY_S) -> None:
     """Trim every *every_s* seconds, on a worker thread, until cancelled (a task child of the
-    daemon's tree)."""
-    if _malloc_trim() is None:
+    daemon's tree, whose root restarts nothing: so this never raises — a trim that fails is
+    logged and trimming stops, the daemon goes on)."""
+    if await asyncio.to_thread(_malloc_trim) is None:  # looked up off the loop, once
         log.debug("no malloc_trim here: the allocator is left to return memory itself")
         await asyncio.Event().wait()
     while True:
         await asyncio.sleep(every_s)
-        await asyncio.to_thread(trim)
+        try:
+            await asyncio.to_thread(trim)
+        except Exception:  # a memory nicety must not end the daemon
+            log.warning("malloc_trim failed; memory is no longer trimmed", exc_info=True)
+            await asyncio.Event().wait()

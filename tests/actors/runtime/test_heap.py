@@ -57,3 +57,24 @@ async def test_without_malloc_trim_the_child_waits_quietly(monkeypatch: pytest.M
     await asyncio.sleep(0.1)
     assert not task.done() and calls == []
     task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_a_trim_that_fails_stops_trimming_and_never_ends_the_daemon(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[int] = []
+
+    def broken() -> bool:
+        calls.append(1)
+        raise OSError("no heap for you")
+
+    monkeypatch.setattr(heap, "trim", broken)
+    monkeypatch.setattr(heap, "_malloc_trim", lambda: print)
+    task = asyncio.ensure_future(heap.keep_trimmed(0.01))
+    await asyncio.sleep(0.2)
+    assert not task.done() and calls == [1]  # tried once, then waits quietly until cancelled
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
