@@ -32,6 +32,7 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from actors.runtime.backoff import RECONNECT_BUDGET_S
 from actors.runtime.private_files import open_private, write_private
@@ -78,24 +79,44 @@ def _wait_flock(fd: int, still_wanted: Callable[[], bool]) -> bool:
     """Take the lock on *fd*, however long that takes; False as soon as ``still_wanted()``
     (asked every :data:`HOME_CHECK_S` seconds) says to give up.
 
-    The blocking ``flock`` runs on a thread: the kernel wakes it when the lock is freed, so a
-    takeover waits on no poll. If we give up, the caller closes *fd*; the thread's ``flock``
-    holds its own reference to the open file, and whatever lock it ever gets goes with that
-    reference when the call returns (Linux, BSD and macOS free a lock with its last reference).
+    The blocking ``flock`` runs on a thread, on a duplicate of *fd* (the same open file, so the
+    lock it takes is *fd*'s): the kernel wakes it when the lock is freed, so a takeover waits on
+    no poll. If we give up, the thread closes its duplicate once its ``flock`` returns, and
+    whatever lock it got goes with it; the caller's ``close(fd)`` never races a call in flight.
+    A ``flock`` that fails (a file system without locks) raises here.
     """
     if _try_flock(fd):
         return True
+    mine = os.dup(fd)
     got = threading.Event()
+    owner = threading.Lock()  # who closes `mine`: the thread once abandoned, else us
+    state: dict[str, Any] = {"done": False, "abandoned": False, "error": None}
 
     def take() -> None:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            got.set()
+        error: OSError | None = None
+        try:
+            fcntl.flock(mine, fcntl.LOCK_EX)
+        except OSError as exc:
+            error = exc
+        with owner:
+            if state["abandoned"]:
+                os.close(mine)
+                return
+            state.update(done=True, error=error)
+        got.set()
 
     threading.Thread(target=take, name="browyd-standby-lock", daemon=True).start()
     while not got.wait(HOME_CHECK_S):
-        if not still_wanted():
-            return False
+        if still_wanted():
+            continue
+        with owner:
+            if not state["done"]:
+                state["abandoned"] = True
+                return False
+        break  # it ended just now: its outcome stands
+    os.close(mine)  # a lock it took stays with the open file, held through fd
+    if state["error"] is not None:
+        raise state["error"]
     return True
 
 
@@ -123,8 +144,11 @@ def wait_for_takeover(home: Path, *, prepare: Callable[[], None]) -> int | None:
             return None  # removed while the imports ran
         write_private(standby_pid_path(home), f"{os.getpid()}\n")
         lock = open_private(lock_path(home), os.O_RDWR)
-        if not _wait_flock(lock, lambda: run_dir(home).is_dir()):
-            return None  # the home was removed under us
+        try:
+            if not _wait_flock(lock, lambda: run_dir(home).is_dir()):
+                return None  # the home was removed under us
+        except OSError:
+            return None  # no lock to wait on (a file system without them): no standby
         if not pid_path(home).exists():
             return None  # the daemon before us exited on purpose: no takeover
         held, lock = lock, None

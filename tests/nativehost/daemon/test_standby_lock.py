@@ -85,3 +85,27 @@ def test_a_free_lock_is_taken_at_once(tmp_path: Path) -> None:
     assert standby._wait_flock(fd, lambda: False) is True
     assert not _free(path)
     os.close(fd)
+
+
+def test_a_wait_whose_flock_fails_says_so_instead_of_waiting_forever(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    real = fcntl.flock
+
+    def flock(fd: int, op: int) -> None:
+        if op & fcntl.LOCK_NB:
+            raise BlockingIOError(errno.EWOULDBLOCK, "held")
+        raise OSError(errno.ENOLCK, "no locks on this file system")
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+    monkeypatch.setattr(standby, "HOME_CHECK_S", 30.0)
+    path = tmp_path / "browyd.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    started = time.monotonic()
+    with pytest.raises(OSError, match="no locks") as err:
+        standby._wait_flock(fd, lambda: True)
+    assert err.value.errno == errno.ENOLCK and time.monotonic() - started < 5.0
+    monkeypatch.setattr(fcntl, "flock", real)
+    os.close(fd)
