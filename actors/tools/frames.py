@@ -36,7 +36,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from actors.tools.cdp import CdpError, CdpSession, ErrorCode
+from actors.tools.cdp import CdpError, CdpSession, ErrorCode, is_context_gone
 from actors.tools.page_types import _SNAPSHOT_JS, _WORLD_NAME
 
 __all__ = ["FRAME_BASE", "MAX_DEPTH", "MAX_FRAMES", "FrameWorld", "Frames", "slot_of"]
@@ -53,6 +53,12 @@ _AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": False, "flatten": 
 MAX_DEPTH = 3
 #: At most this many cross-origin frames per snapshot (a page of ad frames stays cheap).
 MAX_FRAMES = 24
+
+
+def _sid(session: object) -> str | None:
+    """A session's child-session id (None: the tab's own session)."""
+    sid = getattr(session, "target_session", None)
+    return str(sid) if sid else None
 
 
 def slot_of(index: int) -> int:
@@ -80,11 +86,13 @@ class Frames:
     worlds: dict[int, FrameWorld] = field(default_factory=dict)
     #: child session of each out-of-process frame (targetId = frame id), from auto-attach events
     targets: dict[str, str] = field(default_factory=dict)
-    #: the session whose auto-attach reported each target (the tab's, or a frame's)
-    attached_by: dict[str, object] = field(default_factory=dict)
+    #: the session whose auto-attach reported each target: a child session id (None: the tab's)
+    attached_by: dict[str, str | None] = field(default_factory=dict)
     #: slot of a frame inside a frame -> (the slot of the frame it is in, its slot there); None
     #: for a frame of the top document's own
     nested: dict[int, tuple[int, int] | None] = field(default_factory=dict)
+    #: counts the times a session's children were replaced (auto-attach switched off and on)
+    generation: int = 0
     _attached: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -95,6 +103,8 @@ class Frames:
         """The top document changed: its slots mean other frames now."""
         self.worlds.clear()
         self.nested.clear()
+        self.targets.clear()
+        self.attached_by.clear()
 
     async def world(self, slot: int, main_context: int) -> FrameWorld | str:
         """The world of frame ``slot`` (made if needed), or why it cannot be reached."""
@@ -175,10 +185,15 @@ class Frames:
         return {**inner, "x": outer["x"] + inner["x"], "y": outer["y"] + inner["y"]}
 
     async def _top_value(self, expression: str, main_context: int) -> Any:
-        res = await self.top.send(
-            "Runtime.evaluate",
-            {"expression": expression, "contextId": main_context, "returnByValue": True},
-        )
+        try:
+            res = await self.top.send(
+                "Runtime.evaluate",
+                {"expression": expression, "contextId": main_context, "returnByValue": True},
+            )
+        except CdpError as exc:
+            if is_context_gone(exc):
+                raise CdpError(ErrorCode.STALE_REF, "the page changed since the snapshot") from exc
+            raise
         details = res.get("exceptionDetails")
         if details:
             text = str((details.get("exception") or {}).get("description") or details.get("text"))
@@ -221,7 +236,7 @@ class Frames:
         )
         try:
             object_id = res.get("result", {}).get("objectId")
-            if not object_id:
+            if res.get("exceptionDetails") or not object_id:  # e.g. STALE_REF: it was removed
                 return None
             node = (await session.send("DOM.describeNode", {"objectId": object_id}))["node"]
             frame = node.get("frameId")
@@ -276,7 +291,7 @@ class Frames:
             for attempt, wait_s in enumerate((0.0, _ATTACH_WAIT_S)):
                 if attempt:
                     await session.send("Target.setAutoAttach", _AUTO_ATTACH | {"autoAttach": False})
-                    self._drop_children_of(session)
+                    self._drop_children_of(_sid(session))
                 await session.send("Target.setAutoAttach", _AUTO_ATTACH)
                 found = await self._target_of(frame_id, wait_s)
                 if found is not None:
@@ -285,23 +300,30 @@ class Frames:
         finally:
             unsubscribe()
 
-    def _drop_children_of(self, session: object) -> None:
-        """Auto-attach of ``session`` was switched off: its children's sessions are gone (the
-        tab's: every frame's, since their children go with them)."""
-        gone = {t for t, by in self.attached_by.items() if by is session or session is self.top}
-        for target in gone:
-            self.targets.pop(target, None)
-            self.attached_by.pop(target, None)
-        for slot in [k for k, fw in self.worlds.items() if fw.other_site and fw.frame_id in gone]:
+    def _drop_children_of(self, parent: str | None) -> None:
+        """Auto-attach of session ``parent`` (None: the tab's) was switched off: the sessions of
+        its children, and of theirs, are gone, and so are the worlds made in them."""
+        dead: set[str] = set()
+        frontier: list[str | None] = [parent]
+        while frontier:
+            by = frontier.pop()
+            for target in [t for t, b in self.attached_by.items() if b == by]:
+                child = self.targets.pop(target, None)
+                del self.attached_by[target]
+                if child is not None and child not in dead:
+                    dead.add(child)
+                    frontier.append(child)
+        for slot in [k for k, fw in self.worlds.items() if _sid(fw.session) in dead]:
             del self.worlds[slot]
+        self.generation += 1
 
-    def _on_event(self, session: object, method: str, params: dict[str, Any]) -> None:
+    def _on_event(self, session: CdpSession, method: str, params: dict[str, Any]) -> None:
         if method == "Target.attachedToTarget":
             info = params.get("targetInfo", {})
             if info.get("type") == "iframe":
                 target = str(info.get("targetId"))
                 self.targets[target] = str(params.get("sessionId"))
-                self.attached_by[target] = session
+                self.attached_by[target] = _sid(session)
                 self._attached.set()
         elif method == "Target.detachedFromTarget":
             gone = str(params.get("sessionId"))

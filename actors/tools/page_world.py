@@ -206,7 +206,8 @@ class PageWorld:
         if self._active is None:
             return x, y
         fw, top_token = self._active
-        assert self._context_id is not None  # made by PageTools._in_frame
+        if self._context_id is None:  # the top document went away during the action
+            raise CdpError(ErrorCode.STALE_REF, "the page changed since the snapshot")
         box = await self.frames.box(fw.slot, top_token, self._context_id)
         return x + float(box["x"]), y + float(box["y"])
 

@@ -240,6 +240,11 @@ class ChildWs:
         self.parent = parent
         self.session_id = session_id
 
+    @property
+    def target_session(self) -> str:
+        """As the host's ``TabCdpSession.target_session``: the child session's id."""
+        return self.session_id
+
     def child(self, session_id: str) -> ChildWs:
         """A child session of this one (flattened: addressed on the same websocket)."""
         return ChildWs(self.parent, session_id)
