@@ -138,9 +138,11 @@
       probes++;
       if (root.scrollTop <= before + 0.5) {  // the end of the list
         if (o.wrapped || o.start <= 0) return out({ found: false, done: true });
+        const back = watch(root);
         root.scrollTop = 0;  // search the part above where we started, then stop there
         o.wrapped = true;
         await frame(60);
+        await back.until(o.settle_ms);  // a debounced list renders the top rows first
       }
     }
   }

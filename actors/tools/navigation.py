@@ -30,7 +30,7 @@ from actors.tools.shared import (
     wait_loaded,
 )
 from actors.tools.tool_def import ToolArgs, ToolContext, ToolError, ToolOutput
-from messages.errors import ErrorCode
+from messages.errors import BrowyError, ErrorCode
 
 __all__ = [
     "CloseTabArgs",
@@ -189,12 +189,13 @@ def register_navigation_tools(reg: Registry) -> None:
                     href, title, ready, committed = await wait_first_document(
                         ctx.cdp, deadline=deadline
                     )
-                except CdpError as exc:
+                except BrowyError as exc:
                     # The tab is open whatever its page does: never an error (the model would
                     # open it again). An error page, one the browser will not drive, a dialog.
                     note = f" (opened; the page cannot be read: {exc.message})"
                 else:
-                    shown = f"{href or shown} (title {json.dumps(title)})"
+                    if committed:
+                        shown = f"{href or shown} (title {json.dumps(title)})"
                     if href.startswith("chrome-error:"):
                         shown = f"{url} could not be loaded (the browser shows an error page)"
                     elif not committed:
