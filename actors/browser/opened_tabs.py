@@ -9,9 +9,14 @@ be used: for a click dispatched on a background tab it names the active tab inst
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
-__all__ = ["OPENING_TOOLS", "note_of", "opened_since", "tab_ids"]
+__all__ = ["ADDRESS_WAIT_S", "OPENING_TOOLS", "note_of", "opened_since", "tab_ids"]
+
+#: How long a new tab's address is waited for before the note names the tab without it.
+ADDRESS_WAIT_S = 1.0
 
 #: The tools whose action may open a tab.
 OPENING_TOOLS = frozenset(
@@ -32,18 +37,25 @@ async def tab_ids(tabs: Any) -> set[int] | None:
 
 
 async def opened_since(tabs: Any, before: set[int] | None) -> list[tuple[int, str]]:
-    """(id, url) of the tabs that are there now and were not *before*."""
+    """(id, url) of the tabs that are there now and were not *before*. A tab that shows no
+    address yet (just opened, its first page on its way) is asked about again for up to
+    :data:`ADDRESS_WAIT_S`: the model needs the address to tell the tab from another."""
     if before is None:
         return []
-    try:
-        listed = await tabs.list()
-    except Exception:
-        return []
-    return [
-        (int(t["tabId"]), str(t.get("url") or ""))
-        for t in listed
-        if isinstance(t.get("tabId"), int) and t["tabId"] not in before
-    ]
+    deadline = time.monotonic() + ADDRESS_WAIT_S
+    while True:
+        try:
+            listed = await tabs.list()
+        except Exception:
+            return []
+        opened = [
+            (int(t["tabId"]), str(t.get("url") or ""))
+            for t in listed
+            if isinstance(t.get("tabId"), int) and t["tabId"] not in before
+        ]
+        if all(url for _, url in opened) or time.monotonic() >= deadline:
+            return opened
+        await asyncio.sleep(0.1)
 
 
 def note_of(opened: list[tuple[int, str]]) -> str:

@@ -84,7 +84,8 @@ export function isAllowedUrl(url, opts = {}) {
 export function tabInfo(tab) {
   return {
     tabId: tab.id,
-    url: tab.url ?? tab.pendingUrl ?? '',
+    // A tab still loading its first page has url '' and the address in pendingUrl.
+    url: tab.url || tab.pendingUrl || '',
     title: tab.title ?? '',
     active: !!tab.active,
     windowId: tab.windowId,

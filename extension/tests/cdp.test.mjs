@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createFakeChrome, createFakeTimers, flush } from './fake-chrome.mjs';
-import { CdpExecutor, isAllowedUrl } from '../lib/cdp.js';
+import { CdpExecutor, isAllowedUrl, tabInfo } from '../lib/cdp.js';
 
 function setup(tabs) {
   const fake = createFakeChrome(tabs ? { tabs } : {});
@@ -260,4 +260,12 @@ test('a restarted worker detaches the tabs its previous incarnation left attache
   const next = new CdpExecutor({ chromeApi: fake.chrome, send: () => {}, timers: createFakeTimers() });
   await next.restore();
   assert.deepEqual(fake.detachCalls, [1]);
+});
+
+test('a tab still loading its first page is listed with the address it is loading', () => {
+  // Chrome gives such a tab url '' and the address in pendingUrl (a popup a click just opened).
+  const loading = tabInfo({ id: 7, url: '', pendingUrl: 'https://example.org/help', title: '', active: false, windowId: 1 });
+  assert.equal(loading.url, 'https://example.org/help');
+  assert.equal(tabInfo({ id: 8, url: 'https://a.test/', pendingUrl: 'https://b.test/', windowId: 1 }).url, 'https://a.test/');
+  assert.equal(tabInfo({ id: 9, windowId: 1 }).url, '');
 });
